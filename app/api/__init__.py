@@ -1,0 +1,1 @@
+"""HTTP routers. They translate between HTTP and CallManager, nothing more."""

@@ -1,0 +1,44 @@
+"""Every error a route can raise, mapped to a status code in one place."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from app.errors import NotReady, SessionLimitReached, SignallingError, VoiceAgentError
+
+
+def error_body(type_: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"type": type_, "message": message}}
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(SessionLimitReached)
+    async def _full(_: Request, exc: SessionLimitReached) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.type, str(exc)),
+            status_code=503,
+            headers={"Retry-After": str(exc.retry_after_s)},
+        )
+
+    @app.exception_handler(NotReady)
+    async def _not_ready(_: Request, exc: NotReady) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.type, str(exc)), status_code=503, headers={"Retry-After": "5"}
+        )
+
+    @app.exception_handler(SignallingError)
+    async def _bad_offer(_: Request, exc: SignallingError) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        return JSONResponse(error_body("invalid_request_error", problems), status_code=400)
+
+    @app.exception_handler(VoiceAgentError)
+    async def _other(_: Request, exc: VoiceAgentError) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=500)

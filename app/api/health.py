@@ -1,0 +1,46 @@
+"""Health, readiness and pool state for operators and load balancers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from app.api.signalling import calls_of
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    """200 once the engines are loaded."""
+    calls = calls_of(request)
+    if calls.engines is None:
+        state = "failed" if calls.load_error else "loading"
+        return JSONResponse({"status": state, "error": calls.load_error}, status_code=503)
+    return JSONResponse({"status": "ok", "agent": calls.settings.agent})
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    """200 only while a new call would be accepted."""
+    calls = calls_of(request)
+    ready = calls.ready and calls.pool.has_free
+    return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+
+
+@router.get("/v1/pool")
+async def pool(request: Request) -> dict[str, Any]:
+    return calls_of(request).describe()
+
+
+@router.get("/v1/config")
+async def client_config(request: Request) -> dict[str, Any]:
+    """What the page needs to connect: ICE servers and the pool size."""
+    settings = calls_of(request).settings
+    return {
+        "ice_servers": [{"urls": url} for url in settings.server.ice_servers],
+        "max_sessions": settings.pool.max_sessions,
+        "voice": settings.tts.voice,
+    }

@@ -1,0 +1,35 @@
+"""SDP offer/answer over HTTP."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from app.calls import CallManager
+
+router = APIRouter()
+
+
+class OfferRequest(BaseModel):
+    sdp: str = Field(min_length=1, max_length=65536)
+    type: Literal["offer"]
+
+
+class AnswerResponse(BaseModel):
+    sdp: str
+    type: Literal["answer"] = "answer"
+    session_id: str
+
+
+def calls_of(request: Request) -> CallManager:
+    manager: CallManager = request.app.state.calls
+    return manager
+
+
+@router.post("/offer", response_model=AnswerResponse)
+async def offer(body: OfferRequest, request: Request) -> AnswerResponse:
+    """Answer a WebRTC offer. 400 bad SDP, 503 pool full (Retry-After) or not ready."""
+    answer, session_id = await calls_of(request).open_webrtc(body.sdp)
+    return AnswerResponse(sdp=answer, session_id=session_id)

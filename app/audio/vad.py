@@ -1,0 +1,118 @@
+"""Turn detection on 16 kHz mono s16 PCM with webrtcvad.
+
+Pure and synchronous: feed it bytes, get turn events back. One detector per session.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import webrtcvad
+
+from app.config import VadSettings
+
+SAMPLE_RATE = 16_000
+BYTES_PER_SAMPLE = 2
+# Trailing silence kept on an utterance: enough for Whisper to hear the last word fade.
+TAIL_KEEP_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechStarted:
+    audio_start_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechEnded:
+    audio: bytes  # 16 kHz mono s16, prefix padding included
+    audio_start_ms: int
+    audio_end_ms: int
+    forced: bool = False  # cut at max_utterance_s rather than by silence
+
+
+TurnEvent = SpeechStarted | SpeechEnded
+
+
+class TurnDetector:
+    def __init__(self, settings: VadSettings) -> None:
+        self._vad = webrtcvad.Vad(settings.aggressiveness)
+        self._frame_ms = settings.frame_ms
+        self._frame_bytes = SAMPLE_RATE * settings.frame_ms // 1000 * BYTES_PER_SAMPLE
+        self._start_frames = settings.start_ms // settings.frame_ms
+        self._silence_frames = settings.silence_ms // settings.frame_ms
+        self._tail_frames = min(self._silence_frames, TAIL_KEEP_MS // settings.frame_ms)
+        self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
+        prefix_frames = settings.prefix_padding_ms // settings.frame_ms
+        # Holds the prefix padding plus the voiced run that may become a start.
+        self._ring: deque[bytes] = deque(maxlen=prefix_frames + self._start_frames)
+        self._pending = b""
+        self._frames_seen = 0
+        self._voiced_run = 0
+        self._silence_run = 0
+        self._utterance: list[bytes] | None = None
+        self._start_ms = 0
+
+    @property
+    def speaking(self) -> bool:
+        return self._utterance is not None
+
+    @property
+    def position_ms(self) -> int:
+        """Audio consumed so far, in stream milliseconds."""
+        return self._frames_seen * self._frame_ms
+
+    def reset(self) -> None:
+        self._ring.clear()
+        self._pending = b""
+        self._voiced_run = self._silence_run = 0
+        self._utterance = None
+
+    def push(self, pcm: bytes) -> list[TurnEvent]:
+        data = self._pending + pcm
+        usable = len(data) - len(data) % self._frame_bytes
+        self._pending = data[usable:]
+        events: list[TurnEvent] = []
+        for offset in range(0, usable, self._frame_bytes):
+            event = self._frame(data[offset : offset + self._frame_bytes])
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _frame(self, frame: bytes) -> TurnEvent | None:
+        self._frames_seen += 1
+        voiced = self._vad.is_speech(frame, SAMPLE_RATE)
+        if self._utterance is None:
+            self._ring.append(frame)
+            self._voiced_run = self._voiced_run + 1 if voiced else 0
+            if self._voiced_run < self._start_frames:
+                return None
+            self._utterance = list(self._ring)
+            self._ring.clear()
+            self._silence_run = 0
+            self._start_ms = self.position_ms - self._start_frames * self._frame_ms
+            return SpeechStarted(audio_start_ms=self._start_ms)
+
+        self._utterance.append(frame)
+        self._silence_run = 0 if voiced else self._silence_run + 1
+        if self._silence_run >= self._silence_frames:
+            return self._end(forced=False)
+        if len(self._utterance) >= self._max_frames:
+            return self._end(forced=True)
+        return None
+
+    def _end(self, *, forced: bool) -> SpeechEnded:
+        assert self._utterance is not None
+        frames = self._utterance
+        trailing = self._silence_run
+        if trailing > self._tail_frames:
+            frames = frames[: len(frames) - (trailing - self._tail_frames)]
+        end_ms = self.position_ms - trailing * self._frame_ms
+        self._utterance = None
+        self._voiced_run = self._silence_run = 0
+        return SpeechEnded(
+            audio=b"".join(frames),
+            audio_start_ms=self._start_ms,
+            audio_end_ms=end_ms,
+            forced=forced,
+        )

@@ -1,0 +1,232 @@
+"""A headless aiortc client for this server: plays a WAV as its microphone,
+records the agent's voice, and collects the data-channel events.
+
+Tests and bench/ use it; it is also a quick way to smoke-test a deployment:
+`python -m app.client http://host:8000 question.wav`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import wave
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import av
+import httpx
+import numpy as np
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+
+from app.audio.resample import Resampler
+
+RATE = 48_000
+FRAME = RATE // 50  # 20 ms
+# Reply audio louder than this counts as the agent speaking (s16 peak).
+VOICE_PEAK = 300
+
+
+def load_wav(path: str, rate: int = RATE) -> np.ndarray:
+    """Any mono/stereo s16 WAV, as mono int16 at `rate`."""
+    with wave.open(path, "rb") as wav:
+        channels, width, source_rate = wav.getnchannels(), wav.getsampwidth(), wav.getframerate()
+        data = wav.readframes(wav.getnframes())
+    if width != 2:
+        raise ValueError(f"{path}: expected 16-bit PCM, got {8 * width}-bit")
+    samples = (
+        np.frombuffer(data, dtype=np.int16).reshape(-1, channels).mean(axis=1).astype(np.int16)
+    )
+    if source_rate == rate:
+        return samples
+    resampler = Resampler(rate)
+    out = resampler.pcm(samples, source_rate) + resampler.flush()
+    return np.frombuffer(out, dtype=np.int16)
+
+
+class WavMicrophone(MediaStreamTrack):
+    """Real-time paced playback of queued utterances, silence in between."""
+
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._queue: list[np.ndarray] = []
+        self._current = np.zeros(0, dtype=np.int16)
+        self._offset = 0
+        self._pts = 0
+        self._t0: float | None = None
+        self.speech_ended_at: float | None = None  # wall time the last voiced frame went out
+        self._last_voiced_sample = -1
+
+    def say(self, samples: np.ndarray) -> None:
+        self._queue.append(samples)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue) or self._offset < len(self._current)
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self._t0 is None:
+            self._t0 = time.monotonic()
+        else:
+            self._pts += FRAME
+            await asyncio.sleep(max(0.0, self._t0 + self._pts / RATE - time.monotonic()))
+        if self._offset >= len(self._current) and self._queue:
+            self._current = self._queue.pop(0)
+            self._offset = 0
+            voiced = np.nonzero(np.abs(self._current.astype(np.int32)) > VOICE_PEAK)[0]
+            self._last_voiced_sample = int(voiced[-1]) if len(voiced) else -1
+        chunk = self._current[self._offset : self._offset + FRAME]
+        if self._offset <= self._last_voiced_sample < self._offset + FRAME:
+            self.speech_ended_at = time.monotonic()
+        self._offset += len(chunk)
+        pcm = np.zeros(FRAME, dtype=np.int16)
+        pcm[: len(chunk)] = chunk
+        frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = RATE
+        frame.pts = self._pts
+        frame.time_base = Fraction(1, RATE)
+        return frame
+
+
+@dataclass
+class Recording:
+    """Reply audio as received, 48 kHz mono int16, with arrival times per frame."""
+
+    frames: list[np.ndarray] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    def audio(self, since: float = 0.0) -> np.ndarray:
+        chosen = [f for f, t in zip(self.frames, self.times, strict=True) if t >= since]
+        return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int16)
+
+    def last_voice_at(self) -> float | None:
+        for samples, at in zip(reversed(self.frames), reversed(self.times), strict=True):
+            if int(np.abs(samples.astype(np.int32)).max(initial=0)) > VOICE_PEAK:
+                return at
+        return None
+
+    def first_voice_after(self, since: float) -> float | None:
+        for samples, at in zip(self.frames, self.times, strict=True):
+            if at >= since and int(np.abs(samples.astype(np.int32)).max(initial=0)) > VOICE_PEAK:
+                return at
+        return None
+
+
+class AgentClient:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.mic = WavMicrophone()
+        self.recording = Recording()
+        self.events: list[tuple[float, dict[str, Any]]] = []
+        self.session_id: str | None = None
+        self._new_event = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+        self.pc.addTrack(self.mic)
+        self.channel = self.pc.createDataChannel("oai-events")
+        self.channel.on("message", self._on_message)
+        self.pc.on("track", self._on_track)
+
+    async def connect(self, timeout_s: float = 20.0) -> None:
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        async with httpx.AsyncClient(timeout=timeout_s) as http:
+            response = await http.post(
+                f"{self.base_url}/offer",
+                json={"sdp": self.pc.localDescription.sdp, "type": "offer"},
+            )
+        if response.status_code != 200:
+            raise RuntimeError(f"offer refused: {response.status_code} {response.text}")
+        body = response.json()
+        self.session_id = body["session_id"]
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="answer"))
+        await self.wait_for("session.created", timeout_s=timeout_s)
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        self._reader = asyncio.ensure_future(self._record(track))
+
+    async def _record(self, track: MediaStreamTrack) -> None:
+        while True:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return
+            if not isinstance(frame, av.AudioFrame):
+                continue
+            samples = frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0]
+            self.recording.frames.append(samples.astype(np.int16))
+            self.recording.times.append(time.monotonic())
+
+    def _on_message(self, message: str | bytes) -> None:
+        self.events.append((time.monotonic(), json.loads(message)))
+        self._new_event.set()
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [event for _, event in self.events if event["type"] == kind]
+
+    async def wait_for(self, kind: str, count: int = 1, timeout_s: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while len(self.of_type(kind)) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                seen = [event["type"] for _, event in self.events]
+                raise TimeoutError(f"no {kind} #{count} within {timeout_s}s; saw {seen}")
+            self._new_event.clear()
+            try:
+                await asyncio.wait_for(self._new_event.wait(), remaining)
+            except TimeoutError:
+                continue
+        return self.of_type(kind)[count - 1]
+
+    def event_time(self, kind: str, count: int = 1) -> float:
+        times = [at for at, event in self.events if event["type"] == kind]
+        return times[count - 1]
+
+    async def wait_quiet(self, since: float, quiet_s: float = 1.0, timeout_s: float = 60.0) -> None:
+        """Wait until the agent has spoken after `since` and then been quiet for `quiet_s`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            first = self.recording.first_voice_after(since)
+            last = self.recording.last_voice_at()
+            if first is not None and last is not None and time.monotonic() - last >= quiet_s:
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"the agent did not finish speaking within {timeout_s}s")
+
+    def send(self, event: dict[str, Any]) -> None:
+        self.channel.send(json.dumps(event))
+
+    async def close(self) -> None:
+        self.mic.stop()
+        await self.pc.close()
+        if self._reader is not None:
+            await asyncio.wait([self._reader], timeout=2)
+
+
+async def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Say a WAV to the agent and print the events.")
+    parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("wav", help="16-bit WAV to speak")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    client = AgentClient(args.url)
+    try:
+        await client.connect()
+        client.mic.say(load_wav(args.wav))
+        done = await client.wait_for("response.done", timeout_s=args.timeout)
+        for _, event in client.events:
+            sys.stdout.write(json.dumps(event) + "\n")
+        return 0 if done["response"]["status"] == "completed" else 1
+    finally:
+        await client.close()
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(_main(sys.argv[1:])))

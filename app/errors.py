@@ -1,0 +1,44 @@
+"""The few errors that cross module boundaries; `app.api.errors` maps them to HTTP."""
+
+from __future__ import annotations
+
+
+class VoiceAgentError(Exception):
+    """Base class; `type` is the OpenAI-style error type sent to clients."""
+
+    type = "server_error"
+
+
+class SessionLimitReached(VoiceAgentError):
+    type = "session_limit_reached"
+
+    def __init__(self, size: int, retry_after_s: int) -> None:
+        super().__init__(f"All {size} session slots are in use; retry in {retry_after_s} s")
+        self.size = size
+        self.retry_after_s = retry_after_s
+
+
+class SignallingError(VoiceAgentError):
+    """The peer sent something we cannot negotiate (bad SDP, no audio)."""
+
+    type = "invalid_request_error"
+
+
+class NotReady(VoiceAgentError):
+    """Engines are still loading, or the server is shutting down."""
+
+    type = "server_not_ready"
+
+
+class EngineError(VoiceAgentError):
+    """An engine failed. `retryable` says whether the same request may work later."""
+
+    type = "engine_error"
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class EndOfStream(Exception):
+    """A media source has no more frames."""

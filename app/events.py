@@ -1,0 +1,121 @@
+"""Server events in the OpenAI Realtime (GA) vocabulary.
+
+Shapes follow the types in the `openai` package (openai.types.realtime) so
+typed SDK parsers accept them. Our one addition is `response.timings_ms` on
+`response.done`, documented in the README.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+Event = dict[str, Any]
+EventSender = Callable[[Event], None]
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def _event(type_: str, **fields: Any) -> Event:
+    return {"type": type_, "event_id": new_id("event"), **fields}
+
+
+def session_created(session: dict[str, Any]) -> Event:
+    return _event("session.created", session=session)
+
+
+def speech_started(item_id: str, audio_start_ms: int) -> Event:
+    return _event(
+        "input_audio_buffer.speech_started", item_id=item_id, audio_start_ms=audio_start_ms
+    )
+
+
+def speech_stopped(item_id: str, audio_end_ms: int) -> Event:
+    return _event("input_audio_buffer.speech_stopped", item_id=item_id, audio_end_ms=audio_end_ms)
+
+
+def transcription_completed(item_id: str, transcript: str, audio_s: float) -> Event:
+    return _event(
+        "conversation.item.input_audio_transcription.completed",
+        item_id=item_id,
+        content_index=0,
+        transcript=transcript,
+        usage={"type": "duration", "seconds": round(audio_s, 3)},
+    )
+
+
+def _response(response_id: str, status: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "realtime.response",
+        "status": status,
+        "output_modalities": ["audio"],
+        **fields,
+    }
+
+
+def response_created(response_id: str) -> Event:
+    return _event("response.created", response=_response(response_id, "in_progress", output=[]))
+
+
+def transcript_delta(response_id: str, item_id: str, delta: str) -> Event:
+    return _event(
+        "response.output_audio_transcript.delta",
+        response_id=response_id,
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+        delta=delta,
+    )
+
+
+def transcript_done(response_id: str, item_id: str, transcript: str) -> Event:
+    return _event(
+        "response.output_audio_transcript.done",
+        response_id=response_id,
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+        transcript=transcript,
+    )
+
+
+def assistant_item(item_id: str, transcript: str, status: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": [{"type": "output_audio", "transcript": transcript}],
+    }
+
+
+def response_done(
+    response_id: str,
+    status: str,
+    *,
+    output: list[dict[str, Any]],
+    timings_ms: dict[str, float],
+    reason: str | None = None,
+    error: dict[str, str] | None = None,
+) -> Event:
+    details: dict[str, Any] | None = None
+    if status != "completed":
+        details = {"type": status, "reason": reason}
+        if error:
+            details["error"] = error
+    response = _response(response_id, status, output=output, timings_ms=timings_ms)
+    if details:
+        response["status_details"] = details
+    return _event("response.done", response=response)
+
+
+def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:
+    body: dict[str, Any] = {"type": type_, "message": message}
+    if code:
+        body["code"] = code
+    return _event("error", error=body)

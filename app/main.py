@@ -1,0 +1,43 @@
+"""The FastAPI app: engines load once in the lifespan, routes share one CallManager."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.api import errors, health, signalling
+from app.calls import CallManager
+from app.config import Settings, get_settings
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    calls = CallManager(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Load in the background so /healthz can report "loading" meanwhile.
+        loading = asyncio.create_task(calls.load(), name="engines:load")
+        try:
+            yield
+        finally:
+            loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loading
+            await calls.shutdown()
+
+    app = FastAPI(title="voice-agent", lifespan=lifespan)
+    app.state.calls = calls
+    errors.install(app)
+    app.include_router(signalling.router)
+    app.include_router(health.router)
+    if STATIC_DIR.is_dir():
+        app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
+    return app

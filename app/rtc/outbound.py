@@ -1,0 +1,148 @@
+"""The agent's voice: a paced outbound audio track with clear() and a playout position."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from fractions import Fraction
+
+import av
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+
+FRAME_MS = 20
+# Queued reply audio beyond which write() waits: enough to synthesize the next
+# sentence while this one plays, small enough that clear() drops little work.
+DEFAULT_MAX_BUFFER_S = 8.0
+
+
+class PacingClock:
+    """pts and sleep for fixed-size frames, anchored to the first frame.
+
+    Deadlines are t0 + pts/rate, so rounding never accumulates into drift. If the
+    loop stalls past `max_lag_s`, the anchor moves instead of bursting frames to
+    catch up, which the far end would hear as a glitch anyway.
+    """
+
+    def __init__(
+        self,
+        rate: int,
+        frame_samples: int,
+        *,
+        max_lag_s: float = 0.1,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.rate = rate
+        self.frame_samples = frame_samples
+        self._max_lag_s = max_lag_s
+        self._now = now
+        self._t0: float | None = None
+        self.pts = 0
+
+    def next(self) -> tuple[int, float]:
+        """Return (pts, seconds to sleep before sending) for the next frame."""
+        now = self._now()
+        if self._t0 is None:
+            self._t0 = now
+            return 0, 0.0
+        self.pts += self.frame_samples
+        delay = self._t0 + self.pts / self.rate - now
+        if delay < -self._max_lag_s:
+            self._t0 = now - self.pts / self.rate
+            delay = 0.0
+        return self.pts, max(0.0, delay)
+
+
+class PacedAudioTrack(MediaStreamTrack):
+    """Mono s16 at `rate` in 20 ms frames; silence when nothing is queued."""
+
+    kind = "audio"
+
+    def __init__(self, rate: int = 48_000, *, max_buffer_s: float = DEFAULT_MAX_BUFFER_S) -> None:
+        super().__init__()
+        self.rate = rate
+        self.frame_samples = rate * FRAME_MS // 1000
+        self._frame_bytes = self.frame_samples * 2
+        self._clock = PacingClock(rate, self.frame_samples)
+        self._time_base = Fraction(1, rate)
+        self._max_bytes = int(max_buffer_s * rate) * 2
+        self._buffer = bytearray()
+        # (sample offset in the queued stream, callback) fired when that sample goes out.
+        self._marks: deque[tuple[int, Callable[[], None]]] = deque()
+        self.queued_samples = 0  # every sample ever written
+        self.played_samples = 0  # every written sample sent (or cleared)
+        self._space = asyncio.Event()
+        self._space.set()
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    @property
+    def buffered_s(self) -> float:
+        return len(self._buffer) / 2 / self.rate
+
+    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None:
+        """Queue s16 mono PCM at `rate`; `on_start` runs when its first sample is sent.
+
+        Waits while more than max_buffer_s is queued (backpressure on TTS), so the
+        buffer holds at most max_buffer_s plus one write.
+        """
+        while self.readyState == "live" and len(self._buffer) >= self._max_bytes:
+            self._space.clear()
+            await self._space.wait()
+        if self.readyState != "live":
+            raise MediaStreamError
+        if on_start is not None:
+            self._marks.append((self.queued_samples, on_start))
+        self._buffer += pcm
+        self.queued_samples += len(pcm) // 2
+        if pcm:
+            self._drained.clear()
+
+    def clear(self) -> int:
+        """Drop everything queued; return how many samples were dropped."""
+        dropped = len(self._buffer) // 2
+        self._buffer.clear()
+        self._marks.clear()
+        self.played_samples = self.queued_samples
+        self._space.set()
+        self._drained.set()
+        return dropped
+
+    async def wait_drained(self) -> None:
+        await self._drained.wait()
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        pts, delay = self._clock.next()
+        if delay:
+            await asyncio.sleep(delay)
+        chunk = bytes(self._buffer[: self._frame_bytes])
+        del self._buffer[: len(chunk)]
+        sent = len(chunk) // 2
+        self._fire_marks(self.played_samples + sent)
+        self.played_samples += sent
+        if len(self._buffer) < self._max_bytes:
+            self._space.set()
+        if sent and not self._buffer:
+            self._drained.set()
+        return self._frame(chunk.ljust(self._frame_bytes, b"\0"), pts)
+
+    def _fire_marks(self, up_to: int) -> None:
+        while self._marks and self._marks[0][0] < up_to:
+            self._marks.popleft()[1]()
+
+    def _frame(self, pcm: bytes, pts: int) -> av.AudioFrame:
+        frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)
+        frame.planes[0].update(pcm)
+        frame.pts = pts
+        frame.sample_rate = self.rate
+        frame.time_base = self._time_base
+        return frame
+
+    def stop(self) -> None:
+        super().stop()
+        # Unblock writers waiting for space; they see the track has ended.
+        self._space.set()
+        self._drained.set()

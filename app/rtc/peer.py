@@ -1,0 +1,109 @@
+"""One aiortc peer connection: negotiation, tracks, data channel, and its end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiortc import (
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamTrack
+
+from app.errors import SignallingError
+from app.rtc.datachannel import EventChannel
+from app.rtc.inbound import InboundAudio
+from app.rtc.outbound import PacedAudioTrack
+from app.rtc.sdp import audio_rate_for_offer
+from app.session.tasks import cancel_task, spawn
+
+log = logging.getLogger(__name__)
+
+
+class RtcPeer:
+    def __init__(self, session_id: str, ice_servers: list[str]) -> None:
+        self.session_id = session_id
+        servers = [RTCIceServer(urls=url) for url in ice_servers]
+        # An explicit empty list: aiortc's default would try a public STUN server.
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
+        self.events = EventChannel(session_id)
+        self.outbound: PacedAudioTrack | None = None
+        self.inbound: InboundAudio | None = None
+        self._mic: MediaStreamTrack | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+        self.ended = asyncio.Event()
+        self._closing: asyncio.Future[None] | None = None
+        self.pc.on("track", self._on_track)
+        self.pc.on("datachannel", self._on_datachannel)
+        self.pc.on("connectionstatechange", self._on_state)
+
+    async def answer(self, offer_sdp: str) -> str:
+        """Apply the offer and return the answer SDP with every ICE candidate in it."""
+        rate = audio_rate_for_offer(offer_sdp)
+        try:
+            await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        except (ValueError, TypeError, KeyError, StopIteration) as exc:
+            raise SignallingError(f"SDP offer rejected: {exc}") from exc
+        self.outbound = PacedAudioTrack(rate)
+        self.pc.addTrack(self.outbound)
+        # aiortc gathers all candidates inside setLocalDescription: no trickle needed.
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        return str(self.pc.localDescription.sdp)
+
+    def bind(
+        self,
+        on_pcm: Callable[[bytes], None],
+        on_open: Callable[[], None],
+        on_event: Callable[[dict[str, Any]], None],
+    ) -> None:
+        """Route inbound audio and events to a session; starts reading the mic."""
+        self.events.on_open = on_open
+        self.events.on_event = on_event
+        if self._mic is None:
+            raise SignallingError("the offer carried no audio track to listen to")
+        self.inbound = InboundAudio(self._mic, on_pcm)
+        self._reader = spawn(self.inbound.run(), f"{self.session_id}:mic")
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio" and self._mic is None:
+            self._mic = track
+
+    def _on_datachannel(self, channel: RTCDataChannel) -> None:
+        self.events.attach(channel)
+
+    def _on_state(self) -> None:
+        state = self.pc.connectionState
+        log.info("peer connection %s", state, extra={"session_id": self.session_id})
+        if state == "connected":
+            self.connected.set()
+        elif state in ("failed", "closed"):
+            self.ended.set()
+
+    async def wait_connected(self, timeout_s: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.connected.wait(), timeout_s)
+        return self.connected.is_set() and not self.ended.is_set()
+
+    async def close(self) -> None:
+        """Idempotent; concurrent callers wait for the same close."""
+        if self._closing is not None:
+            await self._closing
+            return
+        self._closing = asyncio.get_running_loop().create_future()
+        try:
+            self.events.close()
+            if self.outbound is not None:
+                self.outbound.stop()
+            await cancel_task(self._reader)
+            await self.pc.close()
+        finally:
+            self.ended.set()
+            self._closing.set_result(None)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.audio.vad import SAMPLE_RATE, SpeechEnded, SpeechStarted, TurnDetector
+from app.config import VadSettings
+
+RNG = np.random.default_rng(7)
+
+
+def silence(ms: int) -> np.ndarray:
+    return np.zeros(SAMPLE_RATE * ms // 1000, dtype=np.int16)
+
+
+def noise(ms: int, dbfs: float = -20.0) -> np.ndarray:
+    """Broadband noise: webrtcvad calls it speech (digital silence is the non-speech case)."""
+    amplitude = 32768 * 10 ** (dbfs / 20)
+    samples = RNG.normal(0, amplitude, SAMPLE_RATE * ms // 1000)
+    return np.clip(samples, -32768, 32767).astype(np.int16)
+
+
+def run(detector: TurnDetector, *parts: np.ndarray, chunk: int = 320) -> list:
+    pcm = np.concatenate(parts).tobytes()
+    events = []
+    for offset in range(0, len(pcm), chunk * 2):
+        events.extend(detector.push(pcm[offset : offset + chunk * 2]))
+    return events
+
+
+def test_one_utterance_gives_start_then_end_with_prefix_padding() -> None:
+    settings = VadSettings(silence_ms=500, prefix_padding_ms=300, start_ms=60)
+    # webrtcvad's own hangover keeps ~60-80 ms after speech "voiced".
+    events = run(TurnDetector(settings), silence(1000), noise(1200), silence(1000))
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    started, ended = events
+    assert isinstance(started, SpeechStarted) and isinstance(ended, SpeechEnded)
+    assert 960 <= started.audio_start_ms <= 1060
+    assert 2200 <= ended.audio_end_ms <= 2300
+    assert not ended.forced
+    seconds = len(ended.audio) / 2 / SAMPLE_RATE
+    # 1.2 s of speech + 0.3 s of prefix + the hangover + at most 0.2 s of kept tail.
+    assert 1.5 <= seconds <= 1.8
+    lead = np.frombuffer(ended.audio, dtype=np.int16)[: SAMPLE_RATE * 250 // 1000]
+    assert np.abs(lead).max() == 0, "prefix padding comes from the silence before speech"
+
+
+def test_a_pause_shorter_than_the_silence_window_does_not_end_the_turn() -> None:
+    settings = VadSettings(silence_ms=500)
+    events = run(
+        TurnDetector(settings), silence(500), noise(600), silence(300), noise(600), silence(800)
+    )
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+
+
+def test_a_click_is_not_speech() -> None:
+    events = run(TurnDetector(VadSettings()), silence(500), noise(20), silence(800))
+    assert events == []
+
+
+def test_max_utterance_forces_an_end() -> None:
+    settings = VadSettings(max_utterance_s=1.0)
+    events = run(TurnDetector(settings), silence(200), noise(2500))
+    ends = [e for e in events if isinstance(e, SpeechEnded)]
+    assert ends and ends[0].forced
+    assert len(ends[0].audio) / 2 / SAMPLE_RATE == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("chunk", [37, 160, 441, 960])
+def test_odd_chunk_sizes_give_the_same_turns(chunk: int) -> None:
+    parts = (silence(400), noise(700), silence(700))
+    reference = run(TurnDetector(VadSettings()), *parts)
+    assert run(TurnDetector(VadSettings()), *parts, chunk=chunk) == reference
+
+
+def test_settings_must_be_whole_frames() -> None:
+    with pytest.raises(ValueError, match="multiple of vad.frame_ms"):
+        VadSettings(frame_ms=20, silence_ms=510)

@@ -1,0 +1,71 @@
+"""A spoken conversation with the real default engines, over a real WebRTC connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.audio.resample import Resampler
+from app.client import AgentClient, load_wav
+from app.session.timings import STAGES
+from tests.support.server import ServerProcess
+from tests.support.speech import rms_dbfs, word_error_rate, words
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "What is the capital of France?"
+
+
+@pytest.fixture(scope="session")
+def whisper():  # type: ignore[no-untyped-def]
+    from faster_whisper import WhisperModel
+
+    from app.engines.stt import bundled_model_path
+
+    return WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
+
+
+def transcribe(model, samples48k: np.ndarray) -> str:  # type: ignore[no-untyped-def]
+    resampler = Resampler(16_000)
+    pcm = resampler.pcm(samples48k, 48_000) + resampler.flush()
+    audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
+    segments, _ = model.transcribe(audio, language="en", beam_size=1)
+    return " ".join(segment.text for segment in segments)
+
+
+async def test_a_spoken_question_gets_a_spoken_answer(
+    agent_server: ServerProcess, speech: Callable[[str], Path], whisper
+) -> None:  # type: ignore[no-untyped-def]
+    client = AgentClient(agent_server.url)
+    await client.connect()
+    try:
+        client.mic.say(load_wav(str(speech(QUESTION))))
+        done = await client.wait_for("response.done", timeout_s=120)
+        assert client.mic.speech_ended_at is not None
+        await client.wait_quiet(since=client.mic.speech_ended_at, timeout_s=60)
+    finally:
+        await client.close()
+
+    heard = client.of_type("conversation.item.input_audio_transcription.completed")[0]
+    assert word_error_rate(QUESTION, heard["transcript"]) <= 0.25, heard["transcript"]
+
+    response = done["response"]
+    assert response["status"] == "completed"
+    timings = response["timings_ms"]
+    assert list(timings) == list(STAGES), timings
+    assert all(value >= 0 for value in timings.values())
+    assert list(timings.values()) == sorted(timings.values()), "stages happen in order"
+
+    said = client.of_type("response.output_audio_transcript.done")[0]["transcript"]
+    deltas = "".join(
+        event["delta"] for event in client.of_type("response.output_audio_transcript.delta")
+    )
+    assert said and deltas == said
+
+    reply = client.recording.audio(since=client.mic.speech_ended_at)
+    assert rms_dbfs(reply) > -50, "reply audio is not silent"
+    reply_text = transcribe(whisper, reply)
+    assert words(reply_text), "Whisper hears words in the reply audio"

@@ -1,0 +1,60 @@
+"""Speech fixtures made at test time with espeak-ng, and a word error rate."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from app.client import RATE, load_wav
+
+
+def have_espeak() -> bool:
+    return shutil.which("espeak-ng") is not None
+
+
+def speak_to_wav(
+    text: str, path: Path, *, voice: str = "en-us", lead_silence_s: float = 1.0
+) -> np.ndarray:
+    """espeak-ng speech as 48 kHz mono int16, padded with leading digital silence."""
+    raw = path.with_suffix(".raw.wav")
+    subprocess.run(["espeak-ng", "-v", voice, "-s", "160", "-w", str(raw), text], check=True)
+    speech = load_wav(str(raw))
+    lead = np.zeros(int(lead_silence_s * RATE), dtype=np.int16)
+    samples = np.concatenate([lead, speech])
+    import wave
+
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(RATE)
+        wav.writeframes(samples.tobytes())
+    return samples
+
+
+def words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    ref, hyp = words(reference), words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    # Levenshtein over words.
+    previous = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        current = [i]
+        for j, h in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h)))
+        previous = current
+    return previous[-1] / len(ref)
+
+
+def rms_dbfs(samples: np.ndarray) -> float:
+    if len(samples) == 0:
+        return -120.0
+    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
+    return 20 * np.log10(max(rms, 1e-9) / 32768.0)

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from app.cli import _fields, build_parser, settings_from_args
+from app.config import Settings
+
+ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
+
+
+def test_defaults_are_the_embedded_agent() -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.agent == "llm"
+    assert settings.llm.base_url == ""
+    assert settings.pool.max_sessions == 4
+    assert settings.vad.silence_ms == 500
+
+
+def test_environment_uses_nested_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOICE_POOL__MAX_SESSIONS", "9")
+    monkeypatch.setenv("VOICE_LLM__BASE_URL", "http://vllm:8000/v1")
+    monkeypatch.setenv("VOICE_SERVER__ICE_SERVERS", "stun:a.example:3478, turn:b.example")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.pool.max_sessions == 9
+    assert settings.llm.base_url == "http://vllm:8000/v1"
+    assert settings.server.ice_servers == ["stun:a.example:3478", "turn:b.example"]
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOICE_SERVER__PORT", "9999")
+    monkeypatch.setenv("VOICE_VAD__AGGRESSIVENESS", "1")
+    settings = settings_from_args(
+        ["--port", "8123", "--max-sessions", "2", "--vad-silence-ms", "400"]
+    )
+    assert settings.server.port == 8123
+    assert settings.pool.max_sessions == 2
+    assert settings.vad.silence_ms == 400
+    assert settings.vad.aggressiveness == 1  # untouched by flags, still from env
+
+
+def test_every_setting_is_a_flag() -> None:
+    parser = build_parser()
+    known = {action.dest for action in parser._actions}
+    assert {path for path, _ in _fields(Settings)} <= known
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--port", "0"],
+        ["--vad-aggressiveness", "4"],
+        ["--agent", "parrot"],
+        ["--vad-silence-ms", "505"],
+    ],
+)
+def test_bad_values_are_rejected(argv: list[str]) -> None:
+    with pytest.raises(ValidationError):
+        settings_from_args(argv)
+
+
+def test_env_example_documents_every_key_with_its_default() -> None:
+    documented = dict(re.findall(r"^(VOICE_[A-Z_]+)=(.*)$", ENV_EXAMPLE.read_text(), re.M))
+    for path, field in _fields(Settings):
+        key = "VOICE_" + "__".join(part.upper() for part in path.split("."))
+        assert key in documented, f"{key} missing from .env.example"
+        default = field.get_default(call_default_factory=True)
+        expected = ",".join(default) if isinstance(default, list) else str(default)
+        assert documented[key].strip('"') == expected, key
