@@ -43,7 +43,7 @@ unit: setup
 	$(BIN)/python -m pytest -m "not e2e"
 
 bench: setup
-	$(BIN)/python bench/latency.py --sessions 1
+	$(BIN)/python -m bench.latency --sessions 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

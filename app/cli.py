@@ -59,3 +59,33 @@ def settings_from_args(argv: Sequence[str] | None = None) -> Settings:
             node = node.setdefault(section, {})
         node[leaf] = value
     return Settings(**overrides)
+
+
+def env_example() -> str:
+    """The text of .env.example: every key, its description and its default."""
+    lines = [
+        "# Every setting, with its default. Copy to .env and edit; real environment",
+        "# variables win over .env, and command-line flags win over both.",
+        "# Keys are VOICE_<SECTION>__<FIELD>; flags are --<section>-<field>.",
+        "# Regenerate with: python -m app.cli > .env.example",
+    ]
+    section = None
+    for path, field in _fields(Settings):
+        parts = path.split(".")
+        current = parts[0] if len(parts) > 1 else "general"
+        if current != section:
+            section = current
+            lines += ["", f"# --- {current} ---"]
+        default = field.get_default(call_default_factory=True)
+        value = ",".join(default) if isinstance(default, list) else str(default)
+        if field.description:
+            lines.append(f"# {field.description}")
+        quoted = f'"{value}"' if " " in value else value
+        lines.append(f"VOICE_{'__'.join(part.upper() for part in parts)}={quoted}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(env_example())

@@ -23,7 +23,7 @@ class ClauseChunker:
         self,
         *,
         first_min_words: int = 3,
-        first_max_words: int = 12,
+        first_max_words: int = 6,
         clause_min_words: int = 8,
         max_words: int = 30,
     ) -> None:

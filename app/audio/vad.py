@@ -31,7 +31,25 @@ class SpeechEnded:
     forced: bool = False  # cut at max_utterance_s rather than by silence
 
 
-TurnEvent = SpeechStarted | SpeechEnded
+@dataclass(frozen=True, slots=True)
+class SpeechPaused:
+    """Silence has lasted `vad.speculative_ms`: the turn may be ending.
+
+    Work on the reply can start now; it is kept only if SpeechEnded follows
+    (SpeechResumed means the user went on talking).
+    """
+
+    audio: bytes
+    audio_start_ms: int
+    audio_end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechResumed:
+    pass
+
+
+TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | SpeechEnded
 
 
 class TurnDetector:
@@ -43,6 +61,8 @@ class TurnDetector:
         self._silence_frames = settings.silence_ms // settings.frame_ms
         self._tail_frames = min(self._silence_frames, TAIL_KEEP_MS // settings.frame_ms)
         self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
+        self._pause_frames = settings.speculative_ms // settings.frame_ms
+        self._paused = False
         prefix_frames = settings.prefix_padding_ms // settings.frame_ms
         # Holds the prefix padding plus the voiced run that may become a start.
         self._ring: deque[bytes] = deque(maxlen=prefix_frames + self._start_frames)
@@ -67,6 +87,7 @@ class TurnDetector:
         self._pending = b""
         self._voiced_run = self._silence_run = 0
         self._utterance = None
+        self._paused = False
 
     def push(self, pcm: bytes) -> list[TurnEvent]:
         data = self._pending + pcm
@@ -99,20 +120,29 @@ class TurnDetector:
             return self._end(forced=False)
         if len(self._utterance) >= self._max_frames:
             return self._end(forced=True)
+        if voiced and self._paused:
+            self._paused = False
+            return SpeechResumed()
+        if self._pause_frames and self._silence_run == self._pause_frames:
+            self._paused = True
+            audio, end_ms = self._trimmed()
+            return SpeechPaused(audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms)
         return None
 
-    def _end(self, *, forced: bool) -> SpeechEnded:
+    def _trimmed(self) -> tuple[bytes, int]:
+        """The utterance so far, trailing silence cut to the tail we keep, and its end."""
         assert self._utterance is not None
         frames = self._utterance
         trailing = self._silence_run
         if trailing > self._tail_frames:
             frames = frames[: len(frames) - (trailing - self._tail_frames)]
-        end_ms = self.position_ms - trailing * self._frame_ms
+        return b"".join(frames), self.position_ms - trailing * self._frame_ms
+
+    def _end(self, *, forced: bool) -> SpeechEnded:
+        audio, end_ms = self._trimmed()
         self._utterance = None
+        self._paused = False
         self._voiced_run = self._silence_run = 0
         return SpeechEnded(
-            audio=b"".join(frames),
-            audio_start_ms=self._start_ms,
-            audio_end_ms=end_ms,
-            forced=forced,
+            audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms, forced=forced
         )

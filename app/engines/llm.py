@@ -8,6 +8,7 @@ embedded worker stops at the next token.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import threading
@@ -115,6 +116,8 @@ class OpenAICompatLLM:
 
 
 _DONE = object()
+# Tokens the embedded worker may run ahead of its reader.
+TOKEN_QUEUE_SIZE = 2
 
 
 def _sse_delta(line: str) -> object:
@@ -199,19 +202,32 @@ class LlamaCppLLM:
 
     async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
         loop = asyncio.get_running_loop()
-        max_tokens = self._settings.max_tokens
-        # Sized so every token of one generation fits: the worker never blocks on it.
-        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=max_tokens + 2)
+        # A few tokens of slack only: when the reader (TTS) falls behind, the
+        # worker blocks instead of racing ahead and taking the cores TTS needs.
+        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=TOKEN_QUEUE_SIZE)
         stop = threading.Event()
+
+        def hand_over(item: object) -> bool:
+            """Put from the worker thread, waiting for room; False once stopped."""
+            future = asyncio.run_coroutine_threadsafe(queue.put(item), loop)
+            while not stop.is_set():
+                try:
+                    future.result(timeout=0.05)
+                    return True
+                except concurrent.futures.TimeoutError:
+                    continue
+            future.cancel()
+            return False
 
         def produce() -> None:
             try:
-                for delta in self._tokens(messages, stop, max_tokens):
-                    loop.call_soon_threadsafe(queue.put_nowait, delta)
+                for delta in self._tokens(messages, stop, self._settings.max_tokens):
+                    if not hand_over(delta):
+                        return
             except Exception as exc:  # handed to the consumer below
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            finally:
-                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+                hand_over(exc)
+                return
+            hand_over(_DONE)
 
         async with self._lock:
             worker = loop.run_in_executor(self._executor, produce)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,12 +51,19 @@ class WhisperSTT:
             num_workers=settings.concurrency,
         )
         self._gate = Gate("stt", settings.concurrency)
+        self._fast: ShortWindow | None = None
+        short = settings.min_window_s < 30 and (
+            settings.language or not self._model.model.is_multilingual
+        )
+        if short:
+            self._fast = ShortWindow(self._model, settings)
         self._transcribe_sync(np.zeros(16_000, dtype=np.float32))  # warm the kernels
         log.info(
-            "stt loaded: faster-whisper %s on %s/%s in %.2fs",
+            "stt loaded: faster-whisper %s on %s/%s%s in %.2fs",
             self.model_name,
             settings.device,
             settings.compute_type,
+            ", short window" if self._fast else "",
             time.perf_counter() - started,
         )
 
@@ -66,6 +73,8 @@ class WhisperSTT:
         return await self._gate.run(self._transcribe_sync, s16_to_float(pcm16k))
 
     def _transcribe_sync(self, audio: np.ndarray) -> str:
+        if self._fast is not None and len(audio) <= FAST_MAX_S * 16_000:
+            return self._fast(audio)
         segments, _info = self._model.transcribe(
             audio,
             language=self._settings.language or None,
@@ -78,3 +87,66 @@ class WhisperSTT:
 
     def close(self) -> None:
         self._gate.close()
+
+
+# Utterances up to this long take the short-window path; longer ones the full one.
+FAST_MAX_S = 28.0
+# Silence appended before encoding, and the window's granularity, in mel frames (10 ms).
+FAST_TAIL_FRAMES = 100
+FAST_ROUND_FRAMES = 100
+
+
+class ShortWindow:
+    """Whisper on a window sized to the utterance instead of a fixed 30 s.
+
+    The encoder's cost is proportional to its input, and faster-whisper always
+    pads to 30 s, so a 2 s question costs as much as a 30 s monologue (~470 ms
+    of encoder for tiny.en on 2 cores). CTranslate2 accepts shorter inputs
+    (whisper.cpp calls this audio_ctx): a 10 s window encodes in ~60 ms, but
+    accuracy drops below ~15 s, hence stt.min_window_s. The utterance gets at
+    least 1 s of silence after it so the decoder sees it end.
+    """
+
+    def __init__(self, model: Any, settings: SttSettings) -> None:
+        from faster_whisper.tokenizer import Tokenizer
+
+        self._model = model
+        self._beam_size = settings.beam_size
+        # Much shorter windows make Whisper repeat itself or mishear (seen at 2-15 s).
+        self._min_frames = int(settings.min_window_s * 100)
+        tokenizer = Tokenizer(
+            model.hf_tokenizer,
+            model.model.is_multilingual,
+            task="transcribe",
+            language=settings.language or "en",
+        )
+        self._tokenizer = tokenizer
+        self._prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+
+    def __call__(self, audio: np.ndarray) -> str:
+        hop = self._model.feature_extractor.hop_length
+        frames = len(audio) // hop + FAST_TAIL_FRAMES
+        frames = -(-frames // FAST_ROUND_FRAMES) * FAST_ROUND_FRAMES
+        frames = max(frames, self._min_frames)
+        padded = np.zeros(frames * hop, dtype=np.float32)
+        padded[: len(audio)] = audio
+        features = self._model.feature_extractor(padded)[:, :frames]
+        encoded = self._model.encode(features)
+        # ~3 tokens per second of speech is typical; the cap stops a runaway loop.
+        max_length = len(self._prompt) + 16 + int(len(audio) / 16_000 * 8)
+        result = self._model.model.generate(
+            encoded,
+            [self._prompt],
+            beam_size=self._beam_size,
+            max_length=min(max_length, 448),
+            return_no_speech_prob=True,
+            suppress_blank=True,
+        )[0]
+        if result.no_speech_prob > NO_SPEECH_PROB:
+            return ""
+        tokens = [t for t in result.sequences_ids[0] if t < self._tokenizer.eot]
+        return str(self._tokenizer.decode(tokens)).strip()
+
+
+# Above this, Whisper itself says the audio held no speech (a cough, a door).
+NO_SPEECH_PROB = 0.6

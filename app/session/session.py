@@ -7,14 +7,20 @@ import logging
 from typing import Any
 
 from app import events
-from app.audio.vad import SpeechEnded, SpeechStarted, TurnDetector
+from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
 from app.engines import Engines
 from app.errors import EngineError
 from app.session.history import History
 from app.session.tasks import cancel_task, spawn
-from app.session.timings import TurnTimings
-from app.session.turn import AgentResponder, AudioOut, EchoResponder, Responder, TurnContext
+from app.session.turn import (
+    AgentResponder,
+    AudioOut,
+    EchoResponder,
+    Responder,
+    TurnContext,
+    UserTurn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +45,9 @@ class Session:
         self.history = History(settings.llm.system_prompt, settings.llm.max_history_messages)
         self._ctx = TurnContext(session_id, self.history, audio, send)
         self._responder = self._make_responder(engines)
-        self._turns: asyncio.Queue[tuple[SpeechEnded, str, TurnTimings]] = asyncio.Queue(
-            maxsize=TURN_QUEUE_SIZE
-        )
+        self._turns: asyncio.Queue[UserTurn] = asyncio.Queue(maxsize=TURN_QUEUE_SIZE)
+        self._current: UserTurn | None = None
+        self._speculative: UserTurn | None = None
         self._item_id = events.new_id("item")
         self._worker: asyncio.Task[None] | None = None
         self._closed: asyncio.Future[None] | None = None
@@ -98,15 +104,45 @@ class Session:
         for event in self.detector.push(pcm16k):
             if isinstance(event, SpeechStarted):
                 self._send(events.speech_started(self._item_id, event.audio_start_ms))
+            elif isinstance(event, SpeechPaused):
+                self._speculate(event.audio)
+            elif isinstance(event, SpeechResumed):
+                self._abandon_speculation()
             elif isinstance(event, SpeechEnded):
                 self._send(events.speech_stopped(self._item_id, event.audio_end_ms))
-                self._enqueue(event, self._item_id)
+                if self._speculative is not None:
+                    self._speculative.confirm()
+                    self._speculative = None
+                else:
+                    self._enqueue(UserTurn.finished(event.audio, self._item_id))
                 self._item_id = events.new_id("item")
 
-    def _enqueue(self, utterance: SpeechEnded, item_id: str) -> None:
+    def _speculate(self, audio: bytes) -> None:
+        """Start the reply during the silence window, if the agent has nothing else to do.
+
+        Only when idle: a reply still running would be missing from the history
+        the speculative prompt is built on.
+        """
+        if self._current is not None or not self._turns.empty():
+            return
+        self._speculative = UserTurn.speculative(audio, self._item_id)
+        self._turns.put_nowait(self._speculative)
+
+    def _abandon_speculation(self) -> None:
+        turn, self._speculative = self._speculative, None
+        if turn is None:
+            return
+        turn.abandoned = True
+        if turn.task is not None:
+            turn.task.cancel()
+
+    def _enqueue(self, turn: UserTurn) -> None:
         if self._turns.full():
             dropped = self._turns.get_nowait()
-            log.warning("turn queue full; dropping %s", dropped[1], extra={"session_id": self.id})
+            dropped.abandoned = True
+            log.warning(
+                "turn queue full; dropping %s", dropped.item_id, extra={"session_id": self.id}
+            )
             self._send(
                 events.error(
                     "agent busy: an earlier utterance was dropped",
@@ -114,16 +150,30 @@ class Session:
                     code="turn_dropped",
                 )
             )
-        self._turns.put_nowait((utterance, item_id, TurnTimings()))
+        self._turns.put_nowait(turn)
 
     async def _run_turns(self) -> None:
         while True:
-            utterance, item_id, timings = await self._turns.get()
+            turn = await self._turns.get()
+            if turn.abandoned:
+                continue
+            self._current = turn
+            # A child task, so a speculative reply can be cancelled without the worker.
+            turn.task = asyncio.create_task(self._responder.respond(turn), name=f"{self.id}:reply")
             try:
-                await self._responder.respond(utterance, item_id, timings)
-            except EngineError as exc:
+                await asyncio.wait([turn.task])
+            finally:
+                self._current = None
+                await cancel_task(turn.task)
+            if turn.task.cancelled():
+                continue
+            exc = turn.task.exception()
+            if isinstance(exc, EngineError):
                 log.error("turn failed: %s", exc, extra={"session_id": self.id})
                 self._send(events.error(str(exc), type_="server_error", code="engine_error"))
+            elif exc is not None:
+                log.error("turn crashed", exc_info=exc, extra={"session_id": self.id})
+                self._send(events.error("internal error", type_="server_error", code="internal"))
 
     async def close(self) -> None:
         """Stop the session's work. Safe to call twice; concurrent callers share one close."""

@@ -9,9 +9,16 @@ STAGES = ("stt_done", "llm_first_token", "first_clause", "tts_first_audio", "fir
 
 
 class TurnTimings:
-    def __init__(self, vad_end: float | None = None) -> None:
-        self.vad_end = time.perf_counter() if vad_end is None else vad_end
+    """Stamps for one reply. A speculative reply starts before the turn has
+    ended; `end_of_turn()` then fixes the origin, and stages already reached
+    by that moment count as 0 ms."""
+
+    def __init__(self, *, ended: bool = True) -> None:
+        self.vad_end: float | None = time.perf_counter() if ended else None
         self._marks: dict[str, float] = {}
+
+    def end_of_turn(self) -> None:
+        self.vad_end = time.perf_counter()
 
     def mark(self, stage: str) -> None:
         """Record the first time a stage is reached; later calls are ignored."""
@@ -22,8 +29,9 @@ class TurnTimings:
 
     def as_ms(self) -> dict[str, float]:
         """Milliseconds from VAD end to each stage reached, in stage order."""
+        origin = self.vad_end if self.vad_end is not None else time.perf_counter()
         return {
-            stage: round((self._marks[stage] - self.vad_end) * 1000, 1)
+            stage: round(max(0.0, self._marks[stage] - origin) * 1000, 1)
             for stage in STAGES
             if stage in self._marks
         }

@@ -3,6 +3,11 @@
 The LLM streams into a small clause queue while TTS works through it, so the
 first clause is spoken while the rest is still being generated, and clause k+1
 is synthesized while clause k plays (the track buffers ahead of playout).
+
+A reply may start before the user's turn has ended (speculation, see
+`vad.speculative_ms`): transcription, generation and the first synthesis run,
+but nothing is sent, played or written to history until `UserTurn.ended` is
+set. If the user goes on talking instead, the reply's task is cancelled.
 """
 
 from __future__ import annotations
@@ -10,14 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from app import events
 from app.audio.chunker import ClauseChunker
 from app.audio.resample import Resampler
-from app.audio.vad import SpeechEnded
 from app.engines.llm import ChatLLM, ChatMessage
 from app.engines.stt import SpeechToText
 from app.engines.tts import TextToSpeech
@@ -28,9 +35,10 @@ from app.session.timings import TurnTimings
 
 log = logging.getLogger(__name__)
 
-# LLM deltas are read only this many clauses ahead of TTS; past that, reading
-# pauses (backpressure reaches vLLM through TCP) rather than buffering.
-CLAUSE_QUEUE_SIZE = 4
+# The LLM may run one clause ahead of TTS: it is far faster than TTS, so more
+# slack buys nothing and, on a shared CPU, takes cores from synthesis. Past it,
+# reading pauses: backpressure reaches llama.cpp's worker, or vLLM through TCP.
+CLAUSE_QUEUE_SIZE = 1
 FIRST_FRAME_WAIT_S = 2.0
 
 
@@ -52,8 +60,34 @@ class TurnContext:
     send: Callable[[events.Event], None]
 
 
+@dataclass(slots=True, eq=False)
+class UserTurn:
+    """What the user said (16 kHz mono s16), waiting for or getting its reply."""
+
+    audio: bytes
+    item_id: str
+    timings: TurnTimings
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    abandoned: bool = False
+    task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def finished(cls, audio: bytes, item_id: str) -> UserTurn:
+        turn = cls(audio, item_id, TurnTimings())
+        turn.ended.set()
+        return turn
+
+    @classmethod
+    def speculative(cls, audio: bytes, item_id: str) -> UserTurn:
+        return cls(audio, item_id, TurnTimings(ended=False))
+
+    def confirm(self) -> None:
+        self.timings.end_of_turn()
+        self.ended.set()
+
+
 class Responder(Protocol):
-    async def respond(self, utterance: SpeechEnded, item_id: str, timings: TurnTimings) -> None: ...
+    async def respond(self, turn: UserTurn) -> None: ...
 
 
 class _Playout:
@@ -78,6 +112,20 @@ class _Playout:
             await asyncio.wait_for(asyncio.shield(self.started), FIRST_FRAME_WAIT_S)
 
 
+class _Commit:
+    """The point where a (possibly speculative) reply becomes visible, run once."""
+
+    def __init__(self, ended: asyncio.Event, then: Callable[[], None]) -> None:
+        self._ended = ended
+        self._then: Callable[[], None] | None = then
+
+    async def __call__(self) -> None:
+        await self._ended.wait()
+        if self._then is not None:
+            then, self._then = self._then, None
+            then()
+
+
 class AgentResponder:
     def __init__(
         self, ctx: TurnContext, stt: SpeechToText, llm: ChatLLM, tts: TextToSpeech
@@ -87,21 +135,43 @@ class AgentResponder:
         self._llm = llm
         self._tts = tts
 
-    async def respond(self, utterance: SpeechEnded, item_id: str, timings: TurnTimings) -> None:
+    async def respond(self, turn: UserTurn) -> None:
         ctx = self._ctx
-        transcript = await self._stt.transcribe(utterance.audio)
-        timings.mark("stt_done")
-        ctx.send(events.transcription_completed(item_id, transcript, len(utterance.audio) / 32_000))
+        transcript = await self._stt.transcribe(turn.audio)
+        turn.timings.mark("stt_done")
+        seconds = len(turn.audio) / 32_000
+
+        def heard() -> None:
+            ctx.send(events.transcription_completed(turn.item_id, transcript, seconds))
+            if transcript:
+                ctx.history.add("user", transcript)
+
         if not transcript:
+            await _Commit(turn.ended, heard)()
             log.info("empty transcript; no reply", extra={"session_id": ctx.session_id})
             return
-        ctx.history.add("user", transcript)
-        await self.speak(ctx.history.prompt(), timings)
+        prompt: list[ChatMessage] = [
+            *ctx.history.prompt(),
+            {"role": "user", "content": transcript},
+        ]
+        await self.speak(prompt, turn.timings, turn.ended, heard)
 
-    async def speak(self, prompt: list[ChatMessage], timings: TurnTimings) -> None:
+    async def speak(
+        self,
+        prompt: list[ChatMessage],
+        timings: TurnTimings,
+        ended: asyncio.Event,
+        commit_user: Callable[[], None] = lambda: None,
+    ) -> None:
         ctx = self._ctx
         response_id, item_id = events.new_id("resp"), events.new_id("item")
-        ctx.send(events.response_created(response_id))
+
+        def created() -> None:
+            commit_user()
+            ctx.send(events.response_created(response_id))
+
+        # Everything visible waits for this: the user's turn must really be over.
+        open_response = _Commit(ended, created)
         clauses: asyncio.Queue[str | None] = asyncio.Queue(maxsize=CLAUSE_QUEUE_SIZE)
         producer = spawn(self._generate(prompt, clauses, timings), f"{ctx.session_id}:llm")
         playout = _Playout(timings)
@@ -111,8 +181,17 @@ class AgentResponder:
         status, failure = "completed", None
         try:
             while (clause := await clauses.get()) is not None:
+                started = time.perf_counter()
                 speech = await self._tts.synthesize(clause)
+                log.debug(
+                    "tts %.0f ms for %.2f s: %r",
+                    (time.perf_counter() - started) * 1000,
+                    speech.duration_s,
+                    clause,
+                    extra={"session_id": ctx.session_id},
+                )
                 timings.mark("tts_first_audio")
+                await open_response()
                 delta = clause if not spoken else " " + clause
                 spoken.append(clause)
                 send_delta = _bind(ctx.send, events.transcript_delta(response_id, item_id, delta))
@@ -122,12 +201,14 @@ class AgentResponder:
             await ctx.audio.write(resampler.flush())
             await producer  # re-raise what ended the generation, if anything
         except EngineError as exc:
+            await open_response()
             status, failure = "failed", {"type": "server_error", "message": str(exc)}
             log.error("reply failed: %s", exc, extra={"session_id": ctx.session_id})
             ctx.send(events.error(str(exc), type_="server_error", code="engine_error"))
         finally:
             await cancel_task(producer)
 
+        await open_response()
         text = " ".join(spoken)
         if text:
             ctx.history.add("assistant", text)
@@ -179,20 +260,21 @@ class EchoResponder:
     def __init__(self, ctx: TurnContext) -> None:
         self._ctx = ctx
 
-    async def respond(self, utterance: SpeechEnded, item_id: str, timings: TurnTimings) -> None:
-        import numpy as np
-
+    async def respond(self, turn: UserTurn) -> None:
         ctx = self._ctx
+        await turn.ended.wait()
         response_id = events.new_id("resp")
         ctx.send(events.response_created(response_id))
-        playout = _Playout(timings)
+        playout = _Playout(turn.timings)
         resampler = Resampler(ctx.audio.rate)
-        samples = np.frombuffer(utterance.audio, dtype=np.int16)
+        samples = np.frombuffer(turn.audio, dtype=np.int16)
         pcm = resampler.pcm(samples, 16_000) + resampler.flush()
         await ctx.audio.write(pcm, playout.on_start())
         await playout.wait_started()
         ctx.send(
-            events.response_done(response_id, "completed", output=[], timings_ms=timings.as_ms())
+            events.response_done(
+                response_id, "completed", output=[], timings_ms=turn.timings.as_ms()
+            )
         )
 
 

@@ -3,7 +3,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.audio.vad import SAMPLE_RATE, SpeechEnded, SpeechStarted, TurnDetector
+from app.audio.vad import (
+    SAMPLE_RATE,
+    SpeechEnded,
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    TurnDetector,
+)
 from app.config import VadSettings
 
 RNG = np.random.default_rng(7)
@@ -29,7 +36,7 @@ def run(detector: TurnDetector, *parts: np.ndarray, chunk: int = 320) -> list:
 
 
 def test_one_utterance_gives_start_then_end_with_prefix_padding() -> None:
-    settings = VadSettings(silence_ms=500, prefix_padding_ms=300, start_ms=60)
+    settings = VadSettings(silence_ms=500, prefix_padding_ms=300, start_ms=60, speculative_ms=0)
     # webrtcvad's own hangover keeps ~60-80 ms after speech "voiced".
     events = run(TurnDetector(settings), silence(1000), noise(1200), silence(1000))
     assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
@@ -46,11 +53,28 @@ def test_one_utterance_gives_start_then_end_with_prefix_padding() -> None:
 
 
 def test_a_pause_shorter_than_the_silence_window_does_not_end_the_turn() -> None:
-    settings = VadSettings(silence_ms=500)
+    settings = VadSettings(silence_ms=500, speculative_ms=200)
     events = run(
         TurnDetector(settings), silence(500), noise(600), silence(300), noise(600), silence(800)
     )
-    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    kinds = [type(e) for e in events]
+    # The 300 ms pause looked like a possible end (paused), then speech went on.
+    assert kinds == [SpeechStarted, SpeechPaused, SpeechResumed, SpeechPaused, SpeechEnded]
+
+
+def test_a_pause_announces_the_audio_the_end_will_carry() -> None:
+    settings = VadSettings(silence_ms=500, speculative_ms=200)
+    events = run(TurnDetector(settings), silence(500), noise(800), silence(700))
+    paused, ended = events[1], events[2]
+    assert isinstance(paused, SpeechPaused) and isinstance(ended, SpeechEnded)
+    assert paused.audio_end_ms == ended.audio_end_ms
+    # Both keep the same 200 ms tail of silence, so the speculative transcript is the final one.
+    assert paused.audio == ended.audio
+
+
+def test_speculation_must_fit_in_the_silence_window() -> None:
+    with pytest.raises(ValueError, match="below vad.silence_ms"):
+        VadSettings(silence_ms=400, speculative_ms=400)
 
 
 def test_a_click_is_not_speech() -> None:

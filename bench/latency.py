@@ -1,0 +1,201 @@
+"""Voice-to-voice latency with N concurrent WebRTC sessions, measured at the client.
+
+    python -m bench.latency --sessions 1
+    python -m bench.latency --sessions 4 --turns 3 --silence-ms 400
+    python -m bench.latency --url http://host:8000   # an already running server
+
+Prints p50/p95 voice-to-voice (end of the user's speech in the sent audio to the
+first non-silent reply frame received), the server's per-stage breakdown from
+`response.done`, and the server's RSS and CPU with 1 and with N sessions.
+It prints figures; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from app.client import AgentClient, load_wav
+from app.session.timings import STAGES
+from tests.support.server import ServerProcess
+from tests.support.speech import speak_to_wav
+
+PROMPTS = [
+    "What is the capital of France?",
+    "Tell me something about the moon.",
+    "How are you today?",
+    "What colour is the sky?",
+]
+
+
+@dataclass
+class Turn:
+    v2v_s: float | None
+    vad_end_s: float  # end of speech in the sent audio -> speech_stopped received
+    playout_s: float | None  # first transcript delta (sent as playout starts) -> first voice
+    timings_ms: dict[str, float]
+    status: str
+
+
+@dataclass
+class Results:
+    turns: list[Turn] = field(default_factory=list)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def run_session(url: str, wavs: list[Path], turns: int, results: Results, index: int) -> None:
+    client = AgentClient(url)
+    await client.connect()
+    try:
+        for turn in range(turns):
+            wav = wavs[(index + turn) % len(wavs)]
+            client.mic.say(load_wav(str(wav)))
+            done = await client.wait_for("response.done", count=turn + 1, timeout_s=120)
+            ended = client.mic.speech_ended_at
+            assert ended is not None
+            await client.wait_quiet(since=ended, quiet_s=0.8, timeout_s=60)
+            first = client.recording.first_voice_after(ended)
+            deltas = [at for at, e in client.events if e["type"].endswith("transcript.delta")]
+            delta_at = next((at for at in deltas if at >= ended), ended)
+            results.turns.append(
+                Turn(
+                    v2v_s=None if first is None else first - ended,
+                    vad_end_s=client.event_time("input_audio_buffer.speech_stopped", turn + 1)
+                    - ended,
+                    playout_s=None if first is None else first - delta_at,
+                    timings_ms=done["response"].get("timings_ms", {}),
+                    status=done["response"]["status"],
+                )
+            )
+            await asyncio.sleep(0.5)
+    finally:
+        await client.close()
+
+
+def rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+def cpu_s(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]) -> None:
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
+    )
+    idle_rss = rss_mb(pid) if pid else None
+
+    # Phase 1: one session, to get the single-session latency and RSS.
+    one = Results()
+    cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
+    await run_session(url, wavs, turns, one, 0)
+    cpu_one = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
+    rss_one = rss_mb(pid) if pid else None
+    report("1 session", one, cpu_one)
+
+    if sessions > 1:
+        many = Results()
+        cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
+        peak = [0.0]
+
+        async def sample_rss() -> None:
+            while pid:
+                peak[0] = max(peak[0], rss_mb(pid))
+                await asyncio.sleep(0.2)
+
+        sampler = asyncio.create_task(sample_rss())
+        await asyncio.gather(*(run_session(url, wavs, turns, many, i) for i in range(sessions)))
+        sampler.cancel()
+        cpu_many = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
+        report(f"{sessions} sessions", many, cpu_many)
+        if pid and rss_one is not None:
+            print(
+                f"RSS peak with {sessions} sessions: {peak[0]:.0f} MB "
+                f"(+{(peak[0] - rss_one) / (sessions - 1):.1f} MB per extra session)"
+            )
+    if pid:
+        print(f"RSS idle (engines loaded): {idle_rss:.0f} MB; after 1 session: {rss_one:.0f} MB")
+
+
+def report(label: str, results: Results, cpu_pct: float | None) -> None:
+    v2v = [t.v2v_s * 1000 for t in results.turns if t.v2v_s is not None]
+    failed = sum(t.status != "completed" for t in results.turns)
+    print(f"\n== {label}: {len(results.turns)} turns, {failed} not completed")
+    if v2v:
+        print(
+            f"voice-to-voice at client: p50 {percentile(v2v, 50):.0f} ms, "
+            f"p95 {percentile(v2v, 95):.0f} ms, min {min(v2v):.0f}, max {max(v2v):.0f}"
+        )
+    vad = [t.vad_end_s * 1000 for t in results.turns]
+    print(f"end of speech -> speech_stopped at client: p50 {percentile(vad, 50):.0f} ms")
+    playout = [t.playout_s * 1000 for t in results.turns if t.playout_s is not None]
+    if playout:
+        print(
+            f"first frame sent (delta event) -> voice heard: p50 {percentile(playout, 50):.0f} ms"
+        )
+    print("server stages, ms from VAD end (p50 / p95):")
+    for stage in STAGES:
+        values = [t.timings_ms[stage] for t in results.turns if stage in t.timings_ms]
+        if values:
+            print(f"  {stage:18s} {statistics.median(values):7.0f} {percentile(values, 95):7.0f}")
+    if cpu_pct is not None:
+        print(f"server CPU: {cpu_pct:.0f}% of one core")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--turns", type=int, default=3, help="turns per session")
+    parser.add_argument("--url", help="measure a running server instead of starting one")
+    parser.add_argument("--agent", default="llm", choices=["llm", "echo"])
+    parser.add_argument("--silence-ms", type=int, default=500)
+    parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
+    args = parser.parse_args(argv)
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-"))
+    wavs = []
+    for i, text in enumerate(PROMPTS):
+        speak_to_wav(text, folder / f"prompt{i}.wav")
+        wavs.append(folder / f"prompt{i}.wav")
+
+    server = None
+    if args.url:
+        url, pid = args.url, None
+    else:
+        server = ServerProcess(
+            ["--agent", args.agent, "--max-sessions", str(max(args.sessions, 1)),
+             "--vad-silence-ms", str(args.silence_ms), *args.server_args],
+            folder / "server.log",
+        )  # fmt: skip
+        server.wait_healthy()
+        url, pid = server.url, server.proc.pid
+    print(f"server: {url} agent={args.agent} silence_ms={args.silence_ms}")
+    try:
+        asyncio.run(measure(url, pid, args.sessions, args.turns, wavs))
+    finally:
+        if server:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
