@@ -14,7 +14,7 @@ from app.errors import NotReady
 from app.rtc.peer import RtcPeer
 from app.session.pool import Slot, SlotPool
 from app.session.session import Session
-from app.session.tasks import cancel_task, spawn
+from app.tasks import cancel_task, spawn
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from app.config import Settings
+
 Event = dict[str, Any]
 EventSender = Callable[[Event], None]
 
@@ -21,6 +23,37 @@ def new_id(prefix: str) -> str:
 
 def _event(type_: str, **fields: Any) -> Event:
     return {"type": type_, "event_id": new_id("event"), **fields}
+
+
+def session_object(session_id: str, settings: Settings) -> dict[str, Any]:
+    """The GA `realtime.session` object describing this session's configuration."""
+    vad, tts = settings.vad, settings.tts
+    return {
+        "type": "realtime",
+        "object": "realtime.session",
+        "id": session_id,
+        "model": settings.llm.model or "embedded",
+        "output_modalities": ["audio"],
+        "instructions": settings.llm.system_prompt,
+        "audio": {
+            "input": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "turn_detection": {
+                    "type": "server_vad",
+                    "prefix_padding_ms": vad.prefix_padding_ms,
+                    "silence_duration_ms": vad.silence_ms,
+                    "create_response": True,
+                    "interrupt_response": False,
+                },
+                "transcription": {"model": "whisper"},
+            },
+            "output": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "voice": tts.voice,
+                "speed": tts.speed,
+            },
+        },
+    }
 
 
 def session_created(session: dict[str, Any]) -> Event:

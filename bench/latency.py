@@ -50,6 +50,14 @@ class Turn:
 @dataclass
 class Results:
     turns: list[Turn] = field(default_factory=list)
+    finished: int = 0
+    expected: int = 1
+    all_finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def finish_one(self) -> None:
+        self.finished += 1
+        if self.finished >= self.expected:
+            self.all_finished.set()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -58,7 +66,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def run_session(url: str, wavs: list[Path], turns: int, results: Results, index: int) -> None:
+async def run_session(
+    url: str,
+    wavs: list[Path],
+    turns: int,
+    results: Results,
+    index: int,
+    hold: asyncio.Event | None = None,
+) -> None:
+    """Speak `turns` utterances; then stay connected until `hold` is set."""
     client = AgentClient(url)
     await client.connect()
     try:
@@ -83,6 +99,9 @@ async def run_session(url: str, wavs: list[Path], turns: int, results: Results, 
                 )
             )
             await asyncio.sleep(0.5)
+        results.finish_one()
+        if hold is not None:
+            await hold.wait()
     finally:
         await client.close()
 
@@ -111,7 +130,7 @@ async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: li
     report("1 session", one, cpu_one)
 
     if sessions > 1:
-        many = Results()
+        many = Results(expected=sessions)
         cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
         peak = [0.0]
 
@@ -121,14 +140,25 @@ async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: li
                 await asyncio.sleep(0.2)
 
         sampler = asyncio.create_task(sample_rss())
-        await asyncio.gather(*(run_session(url, wavs, turns, many, i) for i in range(sessions)))
-        sampler.cancel()
+        hold = asyncio.Event()
+        clients = [
+            asyncio.create_task(run_session(url, wavs, turns, many, i, hold))
+            for i in range(sessions)
+        ]
+        waiter = asyncio.create_task(many.all_finished.wait())
+        await asyncio.wait([waiter, *clients], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
         cpu_many = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
+        rss_many = rss_mb(pid) if pid else None
+        hold.set()
+        await asyncio.gather(*clients)
+        sampler.cancel()
         report(f"{sessions} sessions", many, cpu_many)
-        if pid and rss_one is not None:
+        if pid and rss_one is not None and rss_many is not None:
             print(
-                f"RSS peak with {sessions} sessions: {peak[0]:.0f} MB "
-                f"(+{(peak[0] - rss_one) / (sessions - 1):.1f} MB per extra session)"
+                f"RSS with {sessions} sessions connected after their turns: {rss_many:.0f} MB "
+                f"(+{(rss_many - rss_one) / (sessions - 1):.1f} MB per extra session); "
+                f"peak {peak[0]:.0f} MB"
             )
     if pid:
         print(f"RSS idle (engines loaded): {idle_rss:.0f} MB; after 1 session: {rss_one:.0f} MB")

@@ -11,6 +11,8 @@ from fractions import Fraction
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from app.errors import EndOfStream
+
 FRAME_MS = 20
 # Queued reply audio beyond which write() waits: enough to synthesize the next
 # sentence while this one plays, small enough that clear() drops little work.
@@ -85,13 +87,14 @@ class PacedAudioTrack(MediaStreamTrack):
         """Queue s16 mono PCM at `rate`; `on_start` runs when its first sample is sent.
 
         Waits while more than max_buffer_s is queued (backpressure on TTS), so the
-        buffer holds at most max_buffer_s plus one write.
+        buffer holds at most max_buffer_s plus one write. Raises EndOfStream once
+        the track has stopped.
         """
         while self.readyState == "live" and len(self._buffer) >= self._max_bytes:
             self._space.clear()
             await self._space.wait()
         if self.readyState != "live":
-            raise MediaStreamError
+            raise EndOfStream("the outbound track has stopped")
         if on_start is not None:
             self._marks.append((self.queued_samples, on_start))
         self._buffer += pcm

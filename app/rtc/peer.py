@@ -22,7 +22,7 @@ from app.rtc.datachannel import EventChannel
 from app.rtc.inbound import InboundAudio
 from app.rtc.outbound import PacedAudioTrack
 from app.rtc.sdp import audio_rate_for_offer
-from app.session.tasks import cancel_task, spawn
+from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class RtcPeer:
         self._reader: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self.ended = asyncio.Event()
-        self._closing: asyncio.Future[None] | None = None
+        self._closer = CloseOnce(self._close, f"{session_id}:peer-close")
         self.pc.on("track", self._on_track)
         self.pc.on("datachannel", self._on_datachannel)
         self.pc.on("connectionstatechange", self._on_state)
@@ -94,10 +94,9 @@ class RtcPeer:
 
     async def close(self) -> None:
         """Idempotent; concurrent callers wait for the same close."""
-        if self._closing is not None:
-            await self._closing
-            return
-        self._closing = asyncio.get_running_loop().create_future()
+        await self._closer()
+
+    async def _close(self) -> None:
         try:
             self.events.close()
             if self.outbound is not None:
@@ -106,4 +105,3 @@ class RtcPeer:
             await self.pc.close()
         finally:
             self.ended.set()
-            self._closing.set_result(None)

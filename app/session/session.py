@@ -10,9 +10,8 @@ from app import events
 from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
 from app.engines import Engines
-from app.errors import EngineError
+from app.errors import EndOfStream, EngineError
 from app.session.history import History
-from app.session.tasks import cancel_task, spawn
 from app.session.turn import (
     AgentResponder,
     AudioOut,
@@ -21,6 +20,7 @@ from app.session.turn import (
     TurnContext,
     UserTurn,
 )
+from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class Session:
         self._speculative: UserTurn | None = None
         self._item_id = events.new_id("item")
         self._worker: asyncio.Task[None] | None = None
-        self._closed: asyncio.Future[None] | None = None
+        self._closer = CloseOnce(self._close, f"{session_id}:close")
 
     def _make_responder(self, engines: Engines) -> Responder:
         if self._settings.agent == "echo":
@@ -62,38 +62,8 @@ class Session:
     def start(self) -> None:
         self._worker = spawn(self._run_turns(), f"{self.id}:turns")
 
-    def describe(self) -> dict[str, Any]:
-        """The session object of `session.created`."""
-        vad, tts = self._settings.vad, self._settings.tts
-        return {
-            "type": "realtime",
-            "object": "realtime.session",
-            "id": self.id,
-            "model": self._settings.llm.model or "embedded",
-            "output_modalities": ["audio"],
-            "instructions": self.history.system_prompt,
-            "audio": {
-                "input": {
-                    "format": {"type": "audio/pcm", "rate": 24000},
-                    "turn_detection": {
-                        "type": "server_vad",
-                        "prefix_padding_ms": vad.prefix_padding_ms,
-                        "silence_duration_ms": vad.silence_ms,
-                        "create_response": True,
-                        "interrupt_response": False,
-                    },
-                    "transcription": {"model": "whisper"},
-                },
-                "output": {
-                    "format": {"type": "audio/pcm", "rate": 24000},
-                    "voice": tts.voice,
-                    "speed": tts.speed,
-                },
-            },
-        }
-
     def on_events_open(self) -> None:
-        self._send(events.session_created(self.describe()))
+        self._send(events.session_created(events.session_object(self.id, self._settings)))
 
     def on_client_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -168,7 +138,9 @@ class Session:
             if turn.task.cancelled():
                 continue
             exc = turn.task.exception()
-            if isinstance(exc, EngineError):
+            if isinstance(exc, EndOfStream):
+                log.info("peer stopped listening mid-reply", extra={"session_id": self.id})
+            elif isinstance(exc, EngineError):
                 log.error("turn failed: %s", exc, extra={"session_id": self.id})
                 self._send(events.error(str(exc), type_="server_error", code="engine_error"))
             elif exc is not None:
@@ -177,11 +149,7 @@ class Session:
 
     async def close(self) -> None:
         """Stop the session's work. Safe to call twice; concurrent callers share one close."""
-        if self._closed is not None:
-            await self._closed
-            return
-        self._closed = asyncio.get_running_loop().create_future()
-        try:
-            await cancel_task(self._worker)
-        finally:
-            self._closed.set_result(None)
+        await self._closer()
+
+    async def _close(self) -> None:
+        await cancel_task(self._worker)

@@ -30,8 +30,8 @@ from app.engines.stt import SpeechToText
 from app.engines.tts import TextToSpeech
 from app.errors import EngineError
 from app.session.history import History
-from app.session.tasks import cancel_task, spawn
 from app.session.timings import TurnTimings
+from app.tasks import cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,9 @@ class AudioOut(Protocol):
 
     rate: int
 
-    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None: ...
+    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None:
+        """Queue PCM at `rate`; raises EndOfStream once the peer is gone."""
+        ...
 
     def clear(self) -> int: ...
 

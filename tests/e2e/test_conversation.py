@@ -69,3 +69,26 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     assert rms_dbfs(reply) > -50, "reply audio is not silent"
     reply_text = transcribe(whisper, reply)
     assert words(reply_text), "Whisper hears words in the reply audio"
+
+
+async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(
+    start_server, speech: Callable[[str], Path]
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    server = start_server("--llm-base-url", dead, "--llm-model", "absent", "--llm-timeout-s", "2")
+    client = AgentClient(server.url)
+    await client.connect()
+    try:
+        for turn in (1, 2):
+            client.mic.say(load_wav(str(speech(QUESTION))))
+            done = await client.wait_for("response.done", count=turn, timeout_s=60)
+            assert done["response"]["status"] == "failed"
+            assert "unreachable" in done["response"]["status_details"]["error"]["message"]
+        errors = client.of_type("error")
+        assert len(errors) == 2 and errors[0]["error"]["code"] == "engine_error"
+        # The user was still heard, and the session is still there for the next turn.
+        assert len(client.of_type("conversation.item.input_audio_transcription.completed")) == 2
+    finally:
+        await client.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -39,3 +39,25 @@ def spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
     task = asyncio.create_task(coro, name=name)
     task.add_done_callback(log_task_failure)
     return task
+
+
+class CloseOnce:
+    """Runs an async close exactly once; later and concurrent callers await the same run.
+
+    The close runs in its own task, so a caller that is cancelled while waiting
+    does not leave it half done.
+    """
+
+    def __init__(self, close: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        self._close = close
+        self._name = name
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
+
+    async def __call__(self) -> None:
+        if self._task is None:
+            self._task = spawn(self._close(), self._name)
+        await asyncio.shield(self._task)
