@@ -1,7 +1,9 @@
 """Cut a streaming LLM reply into speakable pieces.
 
-The first piece ends at the first clause boundary so TTS can start early; later
-pieces end at sentences, which sound better, unless they grow long.
+The first piece ends at the first clause boundary (or after a few words) so TTS
+can start early; later pieces end at sentences, which sound better, or at a
+clause once they are long: a long piece after a short one would leave a gap in
+playout while it is synthesized.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ class ClauseChunker:
         self,
         *,
         first_min_words: int = 3,
-        first_max_words: int = 6,
-        clause_min_words: int = 8,
-        max_words: int = 30,
+        first_max_words: int = 4,
+        clause_min_words: int = 6,
+        max_words: int = 18,
     ) -> None:
         self._buffer = ""
         self._emitted = 0

@@ -57,7 +57,13 @@ class Session:
             return EchoResponder(self._ctx)
         if engines.stt is None or engines.llm is None or engines.tts is None:
             raise EngineError("engines are not loaded")
-        return AgentResponder(self._ctx, engines.stt, engines.llm, engines.tts)
+        return AgentResponder(
+            self._ctx,
+            engines.stt,
+            engines.llm,
+            engines.tts,
+            first_chunk_words=self._settings.tts.first_chunk_words,
+        )
 
     def start(self) -> None:
         self._worker = spawn(self._run_turns(), f"{self.id}:turns")
@@ -83,6 +89,7 @@ class Session:
                 if self._speculative is not None:
                     self._speculative.confirm()
                     self._speculative = None
+                    log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
                 else:
                     self._enqueue(UserTurn.finished(event.audio, self._item_id))
                 self._item_id = events.new_id("item")
@@ -97,6 +104,7 @@ class Session:
             return
         self._speculative = UserTurn.speculative(audio, self._item_id)
         self._turns.put_nowait(self._speculative)
+        log.debug("speculating on a pause", extra={"session_id": self.id})
 
     def _abandon_speculation(self) -> None:
         turn, self._speculative = self._speculative, None
@@ -105,6 +113,7 @@ class Session:
         turn.abandoned = True
         if turn.task is not None:
             turn.task.cancel()
+        log.debug("speech resumed; speculative reply dropped", extra={"session_id": self.id})
 
     def _enqueue(self, turn: UserTurn) -> None:
         if self._turns.full():

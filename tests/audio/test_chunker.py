@@ -14,13 +14,29 @@ def test_first_piece_is_the_first_clause_then_sentences() -> None:
     text = (
         "Well, the capital of France, as you know, is Paris. It is lovely in spring, I hear. Bye!"
     )
-    pieces = feed(ClauseChunker(), text)
+    pieces = feed(ClauseChunker(first_max_words=12), text)
     assert pieces[0] == "Well, the capital of France,"
     assert pieces[1:] == ["as you know, is Paris.", "It is lovely in spring, I hear.", "Bye!"]
 
 
+def test_by_default_the_first_piece_is_short_and_long_sentences_are_split_at_clauses() -> None:
+    text = (
+        "The capital of the United States is Washington. It was named after George "
+        "Washington, the first president, and it sits on the Potomac river between "
+        "Maryland and Virginia, which gave the land."
+    )
+    pieces = feed(ClauseChunker(), text)
+    assert pieces[0] == "The capital of the"
+    assert pieces[1] == "United States is Washington."
+    assert pieces[2] == "It was named after George Washington,"
+    assert all(len(piece.split()) <= 18 for piece in pieces)
+    assert " ".join(pieces) == text
+
+
 def test_numbers_and_decimals_are_not_cut() -> None:
-    pieces = feed(ClauseChunker(), "It costs 3.50 dollars, or 1,000 yen in total today.")
+    pieces = feed(
+        ClauseChunker(first_max_words=12), "It costs 3.50 dollars, or 1,000 yen in total today."
+    )
     assert pieces == ["It costs 3.50 dollars,", "or 1,000 yen in total today."]
 
 
