@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -22,30 +24,58 @@ def default_threads() -> int:
 
 
 class Gate:
-    """A private thread pool sized to the engine's concurrency.
+    """A private thread pool sized to the engine's concurrency, with priorities.
 
-    Callers beyond `concurrency` wait on the semaphore in the loop, not in a
-    thread, so a burst of sessions costs no threads. `waiting` feeds metrics.
+    Callers beyond `concurrency` wait in the loop, not in a thread, so a burst
+    of sessions costs no threads. Among waiters the lowest `priority` goes
+    first, then the earliest: a reply's first clause (priority 0) overtakes
+    other replies' later clauses, which have playout buffered ahead of them.
     """
 
     def __init__(self, name: str, concurrency: int) -> None:
         self.name = name
         self.concurrency = concurrency
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self._free = concurrency
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name)
-        self.waiting = 0
         self.busy_s = 0.0
 
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
-        self.waiting += 1
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    async def _acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (priority, next(self._order), turn)
+        heapq.heappush(self._waiters, entry)
         try:
-            await self._semaphore.acquire()
-        finally:
-            self.waiting -= 1
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._release()  # handed a slot just as we were cancelled: pass it on
+            else:
+                self._waiters.remove(entry)
+                heapq.heapify(self._waiters)
+            raise
+
+    def _release(self) -> None:
+        while self._waiters:
+            _, _, turn = heapq.heappop(self._waiters)
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._free += 1
+
+    async def run(self, fn: Callable[..., T], *args: object, priority: int = 1) -> T:
+        await self._acquire(priority)
         started = time.perf_counter()
         try:
             # If the caller is cancelled, the thread still finishes its call; the
-            # semaphore is held until it does, so concurrency stays truthful.
+            # slot is held until it does, so concurrency stays truthful.
             future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -53,7 +83,7 @@ class Gate:
             raise
         finally:
             self.busy_s += time.perf_counter() - started
-            self._semaphore.release()
+            self._release()
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

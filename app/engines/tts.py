@@ -31,7 +31,11 @@ class Speech:
 class TextToSpeech(Protocol):
     voices: list[str]
 
-    async def synthesize(self, text: str, *, voice: str | None = None) -> Speech: ...
+    async def synthesize(
+        self, text: str, *, voice: str | None = None, urgent: bool = False
+    ) -> Speech:
+        """`urgent`: someone is waiting in silence for this (a reply's first clause)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -91,8 +95,12 @@ class KokoroTTS:
             time.perf_counter() - started,
         )
 
-    async def synthesize(self, text: str, *, voice: str | None = None) -> Speech:
-        return await self._gate.run(self._synthesize_sync, text, voice or self._settings.voice)
+    async def synthesize(
+        self, text: str, *, voice: str | None = None, urgent: bool = False
+    ) -> Speech:
+        return await self._gate.run(
+            self._synthesize_sync, text, voice or self._settings.voice, priority=0 if urgent else 1
+        )
 
     def _synthesize_sync(self, text: str, voice: str) -> Speech:
         try:

@@ -35,9 +35,11 @@ from app.tasks import cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
-# One clause ready for TTS is enough: the LLM is far faster than TTS. When it is
-# full, reading the LLM pauses (backpressure, not buffering).
-CLAUSE_QUEUE_SIZE = 1
+# Clauses generated but not yet synthesized. After the first clause the LLM runs
+# to the end of its reply, so the embedded model is free for other sessions
+# soon; a reply of llm.max_tokens cannot fill this, and if one did, reading
+# the LLM would pause (backpressure) rather than buffer.
+CLAUSE_QUEUE_SIZE = 64
 FIRST_FRAME_WAIT_S = 2.0
 
 
@@ -181,10 +183,9 @@ class AgentResponder:
         # Everything visible waits for this: the user's turn must really be over.
         open_response = _Commit(ended, created)
         clauses: asyncio.Queue[str | None] = asyncio.Queue(maxsize=CLAUSE_QUEUE_SIZE)
-        tts_idle = asyncio.Event()
-        tts_idle.set()
+        first_synthesized = asyncio.Event()
         producer = spawn(
-            self._generate(prompt, clauses, tts_idle, timings), f"{ctx.session_id}:llm"
+            self._generate(prompt, clauses, first_synthesized, timings), f"{ctx.session_id}:llm"
         )
         playout = _Playout(timings)
         # One resampler per reply: stateful across its clauses, flushed at the end.
@@ -194,11 +195,10 @@ class AgentResponder:
         try:
             while (clause := await clauses.get()) is not None:
                 started = time.perf_counter()
-                tts_idle.clear()
                 try:
-                    speech = await self._tts.synthesize(clause)
+                    speech = await self._tts.synthesize(clause, urgent=not spoken)
                 finally:
-                    tts_idle.set()
+                    first_synthesized.set()
                 log.debug(
                     "tts %.0f ms for %.2f s: %r",
                     (time.perf_counter() - started) * 1000,
@@ -253,25 +253,25 @@ class AgentResponder:
         self,
         prompt: list[ChatMessage],
         clauses: asyncio.Queue[str | None],
-        tts_idle: asyncio.Event,
+        first_synthesized: asyncio.Event,
         timings: TurnTimings,
     ) -> None:
-        """Stream the reply into clauses, reading only while TTS is not synthesizing.
+        """Stream the reply into clauses; pause while the first one is synthesized.
 
-        The LLM is 5-10x faster than TTS, so taking turns costs no throughput,
-        while both running at once on a shared CPU nearly doubles the time to
-        the first audio. Pausing the read blocks the embedded worker (or, for
-        vLLM, the stream through TCP).
+        On a shared CPU the LLM running alongside the first synthesis nearly
+        doubles the time to the first audio; the pause blocks the embedded
+        worker (or, for vLLM, the stream through TCP) for just that long.
         """
         chunker = ClauseChunker(first_max_words=self._first_chunk_words)
         try:
             async with contextlib.aclosing(self._llm.stream(prompt)) as deltas:
                 async for delta in deltas:
-                    await tts_idle.wait()
                     timings.mark("llm_first_token")
                     for clause in chunker.push(delta):
                         timings.mark("first_clause")
                         await clauses.put(clause)
+                    if timings.has("first_clause"):
+                        await first_synthesized.wait()
             for clause in chunker.flush():
                 timings.mark("first_clause")
                 await clauses.put(clause)

@@ -66,7 +66,9 @@ class FakeLLM:
 class FakeTTS:
     voices = ["test"]
 
-    async def synthesize(self, text: str, *, voice: str | None = None) -> Speech:
+    async def synthesize(
+        self, text: str, *, voice: str | None = None, urgent: bool = False
+    ) -> Speech:
         await asyncio.sleep(0.01)
         return Speech(np.full(2400, 0.1, dtype=np.float32), 24_000)
 
