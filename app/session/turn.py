@@ -31,7 +31,7 @@ from app.engines.tts import TextToSpeech
 from app.errors import EngineError
 from app.session.history import History
 from app.session.timings import TurnTimings
-from app.tasks import cancel_task, spawn
+from app.tasks import cancel_task
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,10 @@ class AgentResponder:
         open_response = _Commit(ended, created)
         clauses: asyncio.Queue[str | None] = asyncio.Queue(maxsize=CLAUSE_QUEUE_SIZE)
         first_synthesized = asyncio.Event()
-        producer = spawn(
-            self._generate(prompt, clauses, first_synthesized, timings), f"{ctx.session_id}:llm"
+        # Awaited below, which surfaces its errors: not a fire-and-forget spawn().
+        producer = asyncio.create_task(
+            self._generate(prompt, clauses, first_synthesized, timings),
+            name=f"{ctx.session_id}:llm",
         )
         playout = _Playout(timings)
         # One resampler per reply: stateful across its clauses, flushed at the end.
