@@ -40,10 +40,6 @@ class CallManager:
     def ready(self) -> bool:
         return self.engines is not None and self.accepting
 
-    @property
-    def calls(self) -> int:
-        return len(self._calls)
-
     async def load(self) -> None:
         try:
             self.engines = await load_engines(self.settings)
@@ -53,12 +49,10 @@ class CallManager:
 
     async def open_webrtc(self, offer_sdp: str) -> tuple[str, str]:
         """Answer an SDP offer on a fresh slot. Returns (answer_sdp, session_id)."""
-        if self.engines is None or not self.accepting:
-            raise NotReady(
-                self.load_error or "engines are still loading"
-                if self.accepting
-                else "server is shutting down"
-            )
+        if not self.accepting:
+            raise NotReady("server is shutting down")
+        if self.engines is None:
+            raise NotReady(self.load_error or "engines are still loading")
         session_id = events.new_id("sess")
         slot = self.pool.claim(session_id)
         peer = RtcPeer(session_id, self.settings.server.ice_servers)

@@ -53,7 +53,7 @@ class FakeLLM:
         finished = False
         try:
             for word in ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]:
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.02)
                 yield word + " "
             finished = True
         finally:
@@ -146,7 +146,10 @@ async def test_speech_that_resumes_discards_the_speculative_reply() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     session.feed_audio(silence(300) + noise(600) + silence(320))  # paused
-    await asyncio.sleep(0.02)  # mid-generation
+    for _ in range(200):  # until the speculative reply is mid-generation
+        if engines.llm.prompts:
+            break
+        await asyncio.sleep(0.005)
     session.feed_audio(noise(600))  # the user goes on talking
     await asyncio.sleep(0.2)
     assert engines.llm.closed_early == 1, "the abandoned LLM stream was closed"
