@@ -193,12 +193,18 @@ class AgentResponder:
         # One resampler per reply: stateful across its clauses, flushed at the end.
         resampler = Resampler(ctx.audio.rate)
         spoken: list[str] = []
+        unspoken: list[str] = []
         status, failure = "completed", None
         try:
             while (clause := await clauses.get()) is not None:
                 started = time.perf_counter()
                 try:
                     speech = await self._tts.synthesize(clause, urgent=not spoken)
+                except EngineError as exc:
+                    # One unspeakable piece (a stray symbol) must not silence the reply.
+                    unspoken.append(str(exc))
+                    log.warning("skipped a clause: %s", exc, extra={"session_id": ctx.session_id})
+                    continue
                 finally:
                     first_synthesized.set()
                 log.debug(
@@ -218,6 +224,8 @@ class AgentResponder:
                 )
             await ctx.audio.write(resampler.flush())
             await producer  # re-raise what ended the generation, if anything
+            if unspoken and not spoken:
+                raise EngineError(f"nothing of the reply could be spoken: {unspoken[0]}")
         except EngineError as exc:
             await open_response()
             status, failure = "failed", {"type": "server_error", "message": str(exc)}
