@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
+import uvicorn
 from pydantic import ValidationError
+
+from app.calls import CallManager
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,8 +22,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         sys.stderr.write(f"invalid settings:\n{exc}\n")
         return 2
-
-    import uvicorn
 
     from app.logs import configure_logging
     from app.main import create_app
@@ -31,14 +34,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.agent,
         settings.pool.max_sessions,
     )
-    uvicorn.run(
-        create_app(settings),
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
         host=settings.server.host,
         port=settings.server.port,
         log_config=None,
-        timeout_graceful_shutdown=8,
+        timeout_graceful_shutdown=3,
     )
+    DrainingServer(config, app.state.calls).run()
     return 0
+
+
+class DrainingServer(uvicorn.Server):
+    """On SIGTERM/SIGINT, end the calls first (offers get 503 meanwhile), then stop serving.
+
+    uvicorn alone would stop listening at once: clients would see refused
+    connections instead of a 503, and sessions no final event.
+    """
+
+    def __init__(self, config: uvicorn.Config, calls: CallManager) -> None:
+        super().__init__(config)
+        self._calls = calls
+        self._draining: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining is not None:  # a second signal: stop now
+            super().handle_exit(sig, frame)
+            return
+        logging.getLogger(__name__).info("signal %d: ending calls, then stopping", sig)
+        self._draining = asyncio.get_running_loop().create_task(self._drain(sig, frame))
+
+    async def _drain(self, sig: int, frame: FrameType | None) -> None:
+        try:
+            await self._calls.shutdown()
+        finally:
+            super().handle_exit(sig, frame)
 
 
 if __name__ == "__main__":

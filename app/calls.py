@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from app import events
@@ -14,9 +16,22 @@ from app.errors import NotReady
 from app.rtc.peer import RtcPeer
 from app.session.pool import Slot, SlotPool
 from app.session.session import Session
-from app.tasks import cancel_task, spawn
+from app.tasks import spawn
 
 log = logging.getLogger(__name__)
+
+
+# Why a call ended, as sent to the client in the final `error` event's code.
+ENDINGS = {
+    "connect_timeout": "the peer did not connect in time",
+    "media_timeout": "no audio arrived from the peer",
+    "idle_timeout": "nobody spoke for too long",
+    "session_expired": "the session reached its maximum duration",
+    "hangup": "the call was hung up",
+    "shutdown": "the server is shutting down",
+}
+# How often the supervisor looks at a call's clocks.
+WATCH_INTERVAL_S = 0.25
 
 
 @dataclass(slots=True)
@@ -24,13 +39,22 @@ class Call:
     slot: Slot
     peer: RtcPeer
     session: Session
+    started: float = field(default_factory=time.monotonic)
     supervisor: asyncio.Task[None] | None = None
+    stop_reason: str | None = None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def request_stop(self, reason: str) -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.stop.set()
 
 
 class CallManager:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.pool = SlotPool(settings.pool.max_sessions, settings.pool.retry_after_s)
+        self.pool = SlotPool(
+            settings.pool.max_sessions, settings.pool.retry_after_s, settings.pool.quarantine_s
+        )
         self.engines: Engines | None = None
         self.load_error: str | None = None
         self.accepting = True
@@ -75,41 +99,81 @@ class CallManager:
         return answer, session_id
 
     async def _supervise(self, call: Call) -> None:
+        reason = "peer_closed"
         try:
             if not await call.peer.wait_connected(self.settings.pool.connect_timeout_s):
-                log.warning(
-                    "peer never connected; freeing slot", extra={"session_id": call.session.id}
-                )
+                reason = call.stop_reason or "connect_timeout"
                 return
             self.pool.activate(call.slot)
-            await call.peer.ended.wait()
+            reason = await self._watch(call)
         finally:
-            await self._end(call)
+            await self._end(call, reason)
 
-    async def _end(self, call: Call) -> None:
-        await call.session.close()
-        await call.peer.close()
-        self._calls.pop(call.session.id, None)
-        self.pool.release(call.slot)
+    async def _watch(self, call: Call) -> str:
+        """Wait for the call to end; return why."""
+        pool = self.settings.pool
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(call.stop.wait(), WATCH_INTERVAL_S)
+            now = time.monotonic()
+            heard = call.peer.inbound.last_frame_at if call.peer.inbound else None
+            if call.stop.is_set():
+                return call.stop_reason or "hangup"
+            if call.peer.ended.is_set():
+                return "peer_closed"
+            if now - (heard or call.started) > pool.media_timeout_s:
+                return "media_timeout"
+            if now - call.session.last_speech_at > pool.idle_timeout_s:
+                return "idle_timeout"
+            if now - call.started > pool.max_session_s:
+                return "session_expired"
+
+    async def _end(self, call: Call, reason: str) -> None:
+        """Drain, then free the slot: cancel the work, tell the client, close the peer."""
+        session_id = call.session.id
+        log.info("call ending: %s", reason, extra={"session_id": session_id})
+        self.pool.drain(call.slot)
+        if reason in ENDINGS:
+            call.peer.events.send(
+                events.error(ENDINGS[reason], type_="invalid_request_error", code=reason)
+            )
+            await call.peer.events.flush(timeout_s=0.5)
+        stuck = await call.session.close()
+        try:
+            await asyncio.wait_for(call.peer.close(), self.settings.pool.drain_timeout_s)
+        except TimeoutError:
+            stuck.append(f"{session_id}:peer-close")
+        self._calls.pop(session_id, None)
+        if stuck:
+            self.pool.quarantine(call.slot, stuck)
+        else:
+            self.pool.release(call.slot)
 
     async def hang_up(self, session_id: str) -> bool:
         call = self._calls.get(session_id)
         if call is None:
             return False
-        await call.peer.close()  # the supervisor sees `ended` and finishes the call
+        call.request_stop("hangup")
+        if call.supervisor is not None:
+            await asyncio.wait([call.supervisor])
         return True
 
     def describe(self) -> dict[str, Any]:
         return self.pool.snapshot()
 
     async def shutdown(self) -> None:
+        """Refuse new calls, end every call with a final event, release the engines.
+
+        Runs twice on a signal (our handler, then the app's lifespan): the second is quick.
+        """
         self.accepting = False
         calls = list(self._calls.values())
         for call in calls:
-            call.peer.events.send(
-                events.error("server shutting down", type_="server_error", code="shutdown")
-            )
-        await asyncio.gather(*(call.peer.close() for call in calls), return_exceptions=True)
-        await asyncio.gather(*(cancel_task(call.supervisor, 5.0) for call in calls))
-        if self.engines is not None:
-            await self.engines.aclose()
+            call.request_stop("shutdown")
+        supervisors = [call.supervisor for call in calls if call.supervisor is not None]
+        if supervisors:
+            await asyncio.wait(supervisors, timeout=self.settings.pool.drain_timeout_s + 1)
+        self.pool.close()
+        engines, self.engines = self.engines, None
+        if engines is not None:
+            await engines.aclose()

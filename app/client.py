@@ -135,18 +135,23 @@ class AgentClient:
         self.channel.on("message", self._on_message)
         self.pc.on("track", self._on_track)
 
-    async def connect(self, timeout_s: float = 20.0) -> None:
+    async def offer(self) -> str:
+        """Our SDP offer, with every ICE candidate in it."""
         await self.pc.setLocalDescription(await self.pc.createOffer())
+        return str(self.pc.localDescription.sdp)
+
+    async def accept(self, answer: dict[str, Any]) -> None:
+        """Apply the server's /offer answer body."""
+        self.session_id = answer["session_id"]
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+
+    async def connect(self, timeout_s: float = 20.0) -> None:
+        sdp = await self.offer()
         async with httpx.AsyncClient(timeout=timeout_s) as http:
-            response = await http.post(
-                f"{self.base_url}/offer",
-                json={"sdp": self.pc.localDescription.sdp, "type": "offer"},
-            )
+            response = await http.post(f"{self.base_url}/offer", json={"sdp": sdp, "type": "offer"})
         if response.status_code != 200:
             raise RuntimeError(f"offer refused: {response.status_code} {response.text}")
-        body = response.json()
-        self.session_id = body["session_id"]
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="answer"))
+        await self.accept(response.json())
         await self.wait_for("session.created", timeout_s=timeout_s)
 
     def _on_track(self, track: MediaStreamTrack) -> None:

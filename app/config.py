@@ -40,6 +40,22 @@ class PoolSettings(BaseModel):
     retry_after_s: int = Field(
         2, ge=1, description="Retry-After sent with 503 when every slot is busy."
     )
+    # aiortc has no dependable "disconnected" state: silence on the wire is the signal.
+    media_timeout_s: float = Field(
+        10.0, gt=0, description="A peer that sends no audio for this long is gone."
+    )
+    idle_timeout_s: float = Field(
+        300.0, gt=0, description="A session where nobody speaks for this long is ended."
+    )
+    max_session_s: float = Field(3600.0, gt=0, description="Longest a session may last.")
+    drain_timeout_s: float = Field(
+        5.0, gt=0, description="Time an ending session has to stop its work."
+    )
+    quarantine_s: float = Field(
+        30.0,
+        gt=0,
+        description="A slot whose drain timed out is out of service this long, then rebuilt.",
+    )
 
 
 class VadSettings(BaseModel):

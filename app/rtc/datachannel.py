@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections import deque
@@ -81,6 +83,17 @@ class EventChannel:
             )
             return
         self.on_event(event)
+
+    async def flush(self, timeout_s: float) -> None:
+        """Give queued events a chance to leave before the channel closes."""
+        channel = self._channel
+        if channel is None or channel.readyState != "open" or channel.bufferedAmount == 0:
+            return
+        drained = asyncio.Event()
+        channel.bufferedAmountLowThreshold = 0
+        channel.once("bufferedamountlow", drained.set)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(drained.wait(), timeout_s)
 
     def close(self) -> None:
         if self._channel is not None and self._channel.readyState == "open":

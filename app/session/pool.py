@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -35,10 +36,14 @@ class Slot:
 
 
 class SlotPool:
-    def __init__(self, size: int, retry_after_s: int) -> None:
+    """Slots are cheap (the engines are shared), so a stuck one is replaced, not nursed."""
+
+    def __init__(self, size: int, retry_after_s: int, quarantine_s: float = 30.0) -> None:
         self.size = size
         self.retry_after_s = retry_after_s
+        self.quarantine_s = quarantine_s
         self._slots = [Slot(index) for index in range(size)]
+        self._heal_timers: dict[int, asyncio.TimerHandle] = {}
 
     @property
     def in_use(self) -> int:
@@ -49,21 +54,59 @@ class SlotPool:
         return any(slot.state is SlotState.IDLE for slot in self._slots)
 
     def claim(self, session_id: str) -> Slot:
-        """Take an idle slot or raise SessionLimitReached. No await: atomic on the loop."""
+        """Take an idle slot or raise SessionLimitReached. No await: atomic on the loop.
+
+        Only idle slots are handed out: never one still draining or quarantined.
+        """
         for slot in self._slots:
             if slot.state is SlotState.IDLE:
                 slot.move(SlotState.CONNECTING, session_id)
                 return slot
         raise SessionLimitReached(self.size, self.retry_after_s)
 
+    def _current(self, slot: Slot) -> bool:
+        """False for a slot object that was already replaced by a fresh one."""
+        return self._slots[slot.index] is slot
+
     def activate(self, slot: Slot) -> None:
-        if slot.state is SlotState.CONNECTING:
+        if self._current(slot) and slot.state is SlotState.CONNECTING:
             slot.move(SlotState.ACTIVE, slot.session_id)
 
+    def drain(self, slot: Slot) -> None:
+        if self._current(slot) and slot.state in (SlotState.CONNECTING, SlotState.ACTIVE):
+            slot.move(SlotState.DRAINING, slot.session_id)
+
     def release(self, slot: Slot) -> None:
-        if slot.state is not SlotState.IDLE:
+        if self._current(slot) and slot.state is not SlotState.IDLE:
             log.info("slot %d released", slot.index, extra={"session_id": slot.session_id})
             slot.move(SlotState.IDLE)
+
+    def quarantine(self, slot: Slot, stuck: list[str]) -> None:
+        """Take the slot out of service; a fresh one replaces it after quarantine_s."""
+        if not self._current(slot):
+            return
+        log.error(
+            "slot %d quarantined: drain did not finish (stuck: %s); rebuilt in %.0fs",
+            slot.index,
+            ", ".join(stuck) or "unknown",
+            self.quarantine_s,
+            extra={"session_id": slot.session_id},
+        )
+        slot.move(SlotState.QUARANTINED, slot.session_id)
+        loop = asyncio.get_running_loop()
+        self._heal_timers[slot.index] = loop.call_later(self.quarantine_s, self._heal, slot)
+
+    def _heal(self, slot: Slot) -> None:
+        self._heal_timers.pop(slot.index, None)
+        if self._current(slot):
+            # The stuck work keeps its reference to the old slot; nothing reaches the new one.
+            self._slots[slot.index] = Slot(slot.index)
+            log.info("slot %d rebuilt after quarantine", slot.index)
+
+    def close(self) -> None:
+        for timer in self._heal_timers.values():
+            timer.cancel()
+        self._heal_timers.clear()
 
     def snapshot(self) -> dict[str, Any]:
         now = time.monotonic()

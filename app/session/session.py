@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from app import events
@@ -51,6 +52,8 @@ class Session:
         self._item_id = events.new_id("item")
         self._worker: asyncio.Task[None] | None = None
         self._closer = CloseOnce(self._close, f"{session_id}:close")
+        self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
+        self.last_speech_at = time.monotonic()
 
     def _make_responder(self, engines: Engines) -> Responder:
         if self._settings.agent == "echo":
@@ -79,6 +82,7 @@ class Session:
         """Inbound 16 kHz mono s16. Runs in the reader task: must stay cheap."""
         for event in self.detector.push(pcm16k):
             if isinstance(event, SpeechStarted):
+                self.last_speech_at = time.monotonic()
                 self._send(events.speech_started(self._item_id, event.audio_start_ms))
             elif isinstance(event, SpeechPaused):
                 self._speculate(event.audio)
@@ -156,9 +160,19 @@ class Session:
                 log.error("turn crashed", exc_info=exc, extra={"session_id": self.id})
                 self._send(events.error("internal error", type_="server_error", code="internal"))
 
-    async def close(self) -> None:
-        """Stop the session's work. Safe to call twice; concurrent callers share one close."""
+    async def close(self) -> list[str]:
+        """Stop the session's work; return the names of tasks that would not stop.
+
+        Safe to call twice; concurrent callers share one close.
+        """
         await self._closer()
+        return self.stuck
 
     async def _close(self) -> None:
-        await cancel_task(self._worker)
+        reply = self._current.task if self._current is not None else None
+        tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=self._settings.pool.drain_timeout_s)
+            self.stuck = sorted(task.get_name() for task in pending)

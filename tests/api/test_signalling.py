@@ -91,10 +91,7 @@ async def test_full_pool_answers_503_with_retry_after(
     await first.connect()
     try:
         second = AgentClient(server.url)
-        await second.pc.setLocalDescription(await second.pc.createOffer())
-        response = await post_offer(
-            server.url, json={"sdp": second.pc.localDescription.sdp, "type": "offer"}
-        )
+        response = await post_offer(server.url, json={"sdp": await second.offer(), "type": "offer"})
         await second.close()
         assert response.status_code == 503
         assert int(response.headers["retry-after"]) >= 1
