@@ -80,7 +80,7 @@ class VadSettings(BaseModel):
         200,
         ge=0,
         description="Silence after which the reply starts being prepared (never played "
-        "before the turn ends). 0 turns it off; must be below silence_ms.",
+        "before the turn ends). 0, or anything not below silence_ms, turns it off.",
     )
     max_utterance_s: float = Field(
         30.0, gt=0, le=120, description="A turn is ended forcibly after this much speech."
@@ -91,8 +91,6 @@ class VadSettings(BaseModel):
         for name in ("start_ms", "silence_ms", "prefix_padding_ms", "speculative_ms"):
             if getattr(self, name) % self.frame_ms:
                 raise ValueError(f"vad.{name} must be a multiple of vad.frame_ms ({self.frame_ms})")
-        if self.speculative_ms >= self.silence_ms:
-            raise ValueError("vad.speculative_ms must be below vad.silence_ms")
         return self
 
 

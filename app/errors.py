@@ -40,5 +40,9 @@ class EngineError(VoiceAgentError):
         self.retryable = retryable
 
 
+class CrossedSessions(VoiceAgentError):
+    """Something made for one session reached another's: a bug, refused where consumed."""
+
+
 class EndOfStream(Exception):
     """A media source has no more frames."""

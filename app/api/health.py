@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import psutil
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -33,6 +35,19 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/v1/pool")
 async def pool(request: Request) -> dict[str, Any]:
     return calls_of(request).describe()
+
+
+@router.get("/v1/stats")
+async def stats(request: Request) -> dict[str, Any]:
+    """Process gauges for leak checks and dashboards."""
+    process = psutil.Process()
+    return {
+        "calls": calls_of(request).active_calls,
+        "asyncio_tasks": len(asyncio.all_tasks()),
+        "threads": process.num_threads(),
+        "open_fds": process.num_fds(),
+        "rss_mb": round(process.memory_info().rss / 2**20, 1),
+    }
 
 
 @router.get("/v1/config")

@@ -61,7 +61,8 @@ class TurnDetector:
         self._silence_frames = settings.silence_ms // settings.frame_ms
         self._tail_frames = min(self._silence_frames, TAIL_KEEP_MS // settings.frame_ms)
         self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
-        self._pause_frames = settings.speculative_ms // settings.frame_ms
+        speculate = 0 < settings.speculative_ms < settings.silence_ms
+        self._pause_frames = settings.speculative_ms // settings.frame_ms if speculate else 0
         self._paused = False
         prefix_frames = settings.prefix_padding_ms // settings.frame_ms
         # Holds the prefix padding plus the voiced run that may become a start.

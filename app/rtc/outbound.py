@@ -11,7 +11,7 @@ from fractions import Fraction
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-from app.errors import EndOfStream
+from app.errors import CrossedSessions, EndOfStream
 
 FRAME_MS = 20
 # Queued reply audio beyond which write() waits: enough to synthesize the next
@@ -61,8 +61,15 @@ class PacedAudioTrack(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self, rate: int = 48_000, *, max_buffer_s: float = DEFAULT_MAX_BUFFER_S) -> None:
+    def __init__(
+        self,
+        rate: int = 48_000,
+        *,
+        owner: str = "",
+        max_buffer_s: float = DEFAULT_MAX_BUFFER_S,
+    ) -> None:
         super().__init__()
+        self.owner = owner  # the session whose voice this is; writes must carry its id
         self.rate = rate
         self.frame_samples = rate * FRAME_MS // 1000
         self._frame_bytes = self.frame_samples * 2
@@ -83,13 +90,20 @@ class PacedAudioTrack(MediaStreamTrack):
     def buffered_s(self) -> float:
         return len(self._buffer) / 2 / self.rate
 
-    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None:
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> None:
         """Queue s16 mono PCM at `rate`; `on_start` runs when its first sample is sent.
+
+        `session_id` must be this track's owner: audio is tagged with the session
+        that made it and checked here, where it would reach a peer.
 
         Waits while more than max_buffer_s is queued (backpressure on TTS), so the
         buffer holds at most max_buffer_s plus one write. Raises EndOfStream once
         the track has stopped.
         """
+        if session_id != self.owner:
+            raise CrossedSessions(f"audio of {session_id!r} sent to the track of {self.owner!r}")
         while self.readyState == "live" and len(self._buffer) >= self._max_bytes:
             self._space.clear()
             await self._space.wait()

@@ -52,7 +52,7 @@ class RtcPeer:
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         except (ValueError, TypeError, KeyError, StopIteration) as exc:
             raise SignallingError(f"SDP offer rejected: {exc}") from exc
-        self.outbound = PacedAudioTrack(rate)
+        self.outbound = PacedAudioTrack(rate, owner=self.session_id)
         self.pc.addTrack(self.outbound)
         # aiortc gathers all candidates inside setLocalDescription: no trickle needed.
         await self.pc.setLocalDescription(await self.pc.createAnswer())

@@ -95,7 +95,7 @@ class Session:
                     self._speculative = None
                     log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
                 else:
-                    self._enqueue(UserTurn.finished(event.audio, self._item_id))
+                    self._enqueue(UserTurn.finished(self.id, event.audio, self._item_id))
                 self._item_id = events.new_id("item")
 
     def _speculate(self, audio: bytes) -> None:
@@ -106,7 +106,7 @@ class Session:
         """
         if self._current is not None or not self._turns.empty():
             return
-        self._speculative = UserTurn.speculative(audio, self._item_id)
+        self._speculative = UserTurn.speculative(self.id, audio, self._item_id)
         self._turns.put_nowait(self._speculative)
         log.debug("speculating on a pause", extra={"session_id": self.id})
 
@@ -139,6 +139,9 @@ class Session:
         while True:
             turn = await self._turns.get()
             if turn.abandoned:
+                continue
+            if turn.session_id != self.id:  # tagged where made, checked where consumed
+                log.error("dropped a turn of %s", turn.session_id, extra={"session_id": self.id})
                 continue
             self._current = turn
             # A child task, so a speculative reply can be cancelled without the worker.

@@ -48,8 +48,11 @@ class AudioOut(Protocol):
 
     rate: int
 
-    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None:
-        """Queue PCM at `rate`; raises EndOfStream once the peer is gone."""
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> None:
+        """Queue PCM at `rate` for the session `session_id` (checked against the owner);
+        raises EndOfStream once the peer is gone."""
         ...
 
     def clear(self) -> int: ...
@@ -67,6 +70,7 @@ class TurnContext:
 class UserTurn:
     """What the user said (16 kHz mono s16), waiting for or getting its reply."""
 
+    session_id: str
     audio: bytes
     item_id: str
     timings: TurnTimings
@@ -75,14 +79,14 @@ class UserTurn:
     task: asyncio.Task[None] | None = None
 
     @classmethod
-    def finished(cls, audio: bytes, item_id: str) -> UserTurn:
-        turn = cls(audio, item_id, TurnTimings())
+    def finished(cls, session_id: str, audio: bytes, item_id: str) -> UserTurn:
+        turn = cls(session_id, audio, item_id, TurnTimings())
         turn.ended.set()
         return turn
 
     @classmethod
-    def speculative(cls, audio: bytes, item_id: str) -> UserTurn:
-        return cls(audio, item_id, TurnTimings(ended=False))
+    def speculative(cls, session_id: str, audio: bytes, item_id: str) -> UserTurn:
+        return cls(session_id, audio, item_id, TurnTimings(ended=False))
 
     def confirm(self) -> None:
         self.timings.end_of_turn()
@@ -220,9 +224,11 @@ class AgentResponder:
                 spoken.append(clause)
                 send_delta = _bind(ctx.send, events.transcript_delta(response_id, item_id, delta))
                 await ctx.audio.write(
-                    resampler.pcm(speech.samples, speech.rate), playout.on_start(send_delta)
+                    resampler.pcm(speech.samples, speech.rate),
+                    playout.on_start(send_delta),
+                    session_id=ctx.session_id,
                 )
-            await ctx.audio.write(resampler.flush())
+            await ctx.audio.write(resampler.flush(), session_id=ctx.session_id)
             await producer  # re-raise what ended the generation, if anything
             if unspoken and not spoken:
                 raise EngineError(f"nothing of the reply could be spoken: {unspoken[0]}")
@@ -307,7 +313,7 @@ class EchoResponder:
         resampler = Resampler(ctx.audio.rate)
         samples = np.frombuffer(turn.audio, dtype=np.int16)
         pcm = resampler.pcm(samples, 16_000) + resampler.flush()
-        await ctx.audio.write(pcm, playout.on_start())
+        await ctx.audio.write(pcm, playout.on_start(), session_id=ctx.session_id)
         await playout.wait_started()
         ctx.send(
             events.response_done(

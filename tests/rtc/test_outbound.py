@@ -94,3 +94,14 @@ async def test_write_waits_while_the_buffer_is_full() -> None:
     await track.recv()  # one frame out makes room
     await asyncio.wait_for(blocked, 1)
     track.stop()
+
+
+async def test_audio_of_another_session_is_refused() -> None:
+    from app.errors import CrossedSessions
+
+    track = PacedAudioTrack(48_000, owner="sess_a")
+    await track.write(pcm(0.02), session_id="sess_a")
+    with pytest.raises(CrossedSessions):
+        await track.write(pcm(0.02), session_id="sess_b")
+    assert track.queued_samples == 960
+    track.stop()

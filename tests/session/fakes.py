@@ -86,7 +86,10 @@ class FakeAudio:
     def __init__(self) -> None:
         self.writes: list[int] = []
 
-    async def write(self, pcm: bytes, on_start: Callable[[], None] | None = None) -> None:
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> None:
+        assert session_id == "sess_test"
         self.writes.append(len(pcm))
         if on_start is not None:
             on_start()

@@ -1,0 +1,72 @@
+"""100 sessions, one after another: nothing may pile up in the server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.client import AgentClient, load_wav
+from tests.api.test_signalling import wait_pool_in_use
+from tests.support.server import ServerProcess
+from tests.support.speech import have_espeak, speak_to_wav
+
+pytestmark = pytest.mark.e2e
+
+SESSIONS = 100
+# Allowed RSS growth over the 100 sessions: allocator high-water marks move a
+# little (Opus/SRTP contexts, pymalloc arenas); a real leak of per-session state
+# (resamplers, tracks, peers: ~2 MB each) would blow well past it.
+RSS_BOUND_MB = 40.0
+
+
+async def stats(url: str) -> dict[str, float]:
+    async with httpx.AsyncClient() as http:
+        return dict((await http.get(f"{url}/v1/stats")).json())
+
+
+async def one_session(url: str, utterance: object) -> None:
+    client = AgentClient(url)
+    try:
+        await client.connect()
+        client.mic.say(utterance)  # type: ignore[arg-type]
+        done = await client.wait_for("response.done", timeout_s=20)
+        assert done["response"]["status"] == "completed"
+    finally:
+        await client.close()
+
+
+async def test_a_hundred_sessions_leave_nothing_behind(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    if not have_espeak():
+        pytest.skip("espeak-ng is not installed (make test installs it)")
+    speak_to_wav("Hi there.", tmp_path / "hi.wav", lead_silence_s=0.2)
+    utterance = load_wav(str(tmp_path / "hi.wav"))
+    server = start_server("--agent", "echo", "--max-sessions", "2", "--vad-silence-ms", "200")
+    for _ in range(3):  # warm up lazily created state (codecs, executors)
+        await one_session(server.url, utterance)
+    await wait_pool_in_use(server.url, 0)
+    before = await stats(server.url)
+
+    for _ in range(SESSIONS):
+        await one_session(server.url, utterance)
+
+    pool = await wait_pool_in_use(server.url, 0)
+    assert {slot["state"] for slot in pool["slots"]} == {"idle"}
+    after = await stats(server.url)
+    for _ in range(50):  # closing peers finish their last timers
+        if all(after[k] <= before[k] for k in ("asyncio_tasks", "threads", "open_fds")):
+            break
+        await asyncio.sleep(0.1)
+        after = await stats(server.url)
+    logging.getLogger(__name__).info("before %s, after %d sessions %s", before, SESSIONS, after)
+    assert after["calls"] == 0
+    assert after["asyncio_tasks"] <= before["asyncio_tasks"], (before, after)
+    assert after["threads"] <= before["threads"], (before, after)
+    assert after["open_fds"] <= before["open_fds"], (before, after)
+    assert after["rss_mb"] - before["rss_mb"] <= RSS_BOUND_MB, (before, after)
