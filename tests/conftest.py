@@ -54,3 +54,13 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
         return cache[text]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def whisper() -> object:
+    """A Whisper of the tests' own, to hear what the agent said."""
+    from faster_whisper import WhisperModel
+
+    from app.engines.stt import bundled_model_path
+
+    return WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")

@@ -5,35 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from app.audio.resample import Resampler
 from app.client import AgentClient, load_wav
 from app.session.timings import STAGES
 from tests.support.server import ServerProcess
-from tests.support.speech import rms_dbfs, word_error_rate, words
+from tests.support.speech import rms_dbfs, transcribe, word_error_rate, words
 
 pytestmark = pytest.mark.e2e
 
 QUESTION = "What is the capital of France?"
-
-
-@pytest.fixture(scope="session")
-def whisper():  # type: ignore[no-untyped-def]
-    from faster_whisper import WhisperModel
-
-    from app.engines.stt import bundled_model_path
-
-    return WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
-
-
-def transcribe(model, samples48k: np.ndarray) -> str:  # type: ignore[no-untyped-def]
-    resampler = Resampler(16_000)
-    pcm = resampler.pcm(samples48k, 48_000) + resampler.flush()
-    audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
-    segments, _ = model.transcribe(audio, language="en", beam_size=1)
-    return " ".join(segment.text for segment in segments)
 
 
 async def test_a_spoken_question_gets_a_spoken_answer(

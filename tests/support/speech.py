@@ -6,9 +6,11 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from app.audio.resample import Resampler
 from app.client import RATE, load_wav
 
 
@@ -58,3 +60,12 @@ def rms_dbfs(samples: np.ndarray) -> float:
         return -120.0
     rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
     return 20 * np.log10(max(rms, 1e-9) / 32768.0)
+
+
+def transcribe(model: Any, samples48k: np.ndarray) -> str:
+    """What Whisper hears in 48 kHz mono int16 audio (e.g. a recorded reply)."""
+    resampler = Resampler(16_000)
+    pcm = resampler.pcm(samples48k, 48_000) + resampler.flush()
+    audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
+    segments, _ = model.transcribe(audio, language="en", beam_size=1)
+    return " ".join(segment.text for segment in segments)
