@@ -115,53 +115,51 @@ def cpu_s(pid: int) -> float:
     return float(times.user + times.system)
 
 
+@dataclass
+class Run:
+    results: Results
+    cpu_pct: float | None  # server CPU over the run, % of one core
+    rss_mb: float | None  # server RSS with every session still connected
+
+
+async def run_concurrent(
+    url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]
+) -> Run:
+    """`sessions` clients at once; gauges are read before any of them hangs up."""
+    results = Results(expected=sessions)
+    hold = asyncio.Event()
+    cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
+    clients = [
+        asyncio.create_task(run_session(url, wavs, turns, results, i, hold))
+        for i in range(sessions)
+    ]
+    waiter = asyncio.create_task(results.all_finished.wait())
+    await asyncio.wait([waiter, *clients], return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    cpu_pct = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
+    rss = rss_mb(pid) if pid else None
+    hold.set()
+    await asyncio.gather(*clients)
+    return Run(results, cpu_pct, rss)
+
+
 async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]) -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
     )
     idle_rss = rss_mb(pid) if pid else None
-
-    # Phase 1: one session, to get the single-session latency and RSS.
-    one = Results()
-    cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
-    await run_session(url, wavs, turns, one, 0)
-    cpu_one = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
-    rss_one = rss_mb(pid) if pid else None
-    report("1 session", one, cpu_one)
-
+    one = await run_concurrent(url, pid, 1, turns, wavs)
+    report("1 session", one.results, one.cpu_pct)
     if sessions > 1:
-        many = Results(expected=sessions)
-        cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
-        peak = [0.0]
-
-        async def sample_rss() -> None:
-            while pid:
-                peak[0] = max(peak[0], rss_mb(pid))
-                await asyncio.sleep(0.2)
-
-        sampler = asyncio.create_task(sample_rss())
-        hold = asyncio.Event()
-        clients = [
-            asyncio.create_task(run_session(url, wavs, turns, many, i, hold))
-            for i in range(sessions)
-        ]
-        waiter = asyncio.create_task(many.all_finished.wait())
-        await asyncio.wait([waiter, *clients], return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        cpu_many = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 if pid else None
-        rss_many = rss_mb(pid) if pid else None
-        hold.set()
-        await asyncio.gather(*clients)
-        sampler.cancel()
-        report(f"{sessions} sessions", many, cpu_many)
-        if pid and rss_one is not None and rss_many is not None:
+        many = await run_concurrent(url, pid, sessions, turns, wavs)
+        report(f"{sessions} sessions", many.results, many.cpu_pct)
+        if one.rss_mb is not None and many.rss_mb is not None:
             print(
-                f"RSS with {sessions} sessions connected after their turns: {rss_many:.0f} MB "
-                f"(+{(rss_many - rss_one) / (sessions - 1):.1f} MB per extra session); "
-                f"peak {peak[0]:.0f} MB"
+                f"RSS with {sessions} sessions connected after their turns: {many.rss_mb:.0f} MB "
+                f"(+{(many.rss_mb - one.rss_mb) / (sessions - 1):.1f} MB per extra session)"
             )
-    if pid:
-        print(f"RSS idle (engines loaded): {idle_rss:.0f} MB; after 1 session: {rss_one:.0f} MB")
+    if idle_rss is not None:
+        print(f"RSS idle (engines loaded): {idle_rss:.0f} MB; with 1 session: {one.rss_mb:.0f} MB")
 
 
 def report(label: str, results: Results, cpu_pct: float | None) -> None:
