@@ -142,12 +142,13 @@ class CallManager:
         session_id = call.session.id
         log.info("call ending: %s", reason, extra={"session_id": session_id})
         self.pool.drain(call.slot)
+        # Stop the session's work first, so nothing of it follows the final event.
+        stuck = list(await call.session.close())
         if reason in ENDINGS:
             call.peer.events.send(
                 events.error(ENDINGS[reason], type_="invalid_request_error", code=reason)
             )
             await call.peer.events.flush(timeout_s=0.5)
-        stuck = await call.session.close()
         try:
             await asyncio.wait_for(call.peer.close(), self.settings.pool.drain_timeout_s)
         except TimeoutError:
