@@ -8,7 +8,6 @@ import gc
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from app import events
 from app.config import Settings
@@ -171,9 +170,6 @@ class CallManager:
         if call.supervisor is not None:
             await asyncio.wait([call.supervisor])
         return True
-
-    def describe(self) -> dict[str, Any]:
-        return self.pool.snapshot()
 
     async def shutdown(self) -> None:
         """Refuse new calls, end every call with a final event, release the engines.

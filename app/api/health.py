@@ -34,7 +34,7 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get("/v1/pool")
 async def pool(request: Request) -> dict[str, Any]:
-    return calls_of(request).describe()
+    return calls_of(request).pool.snapshot()
 
 
 @router.get("/v1/stats")

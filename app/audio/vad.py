@@ -75,10 +75,6 @@ class TurnDetector:
         self._start_ms = 0
 
     @property
-    def speaking(self) -> bool:
-        return self._utterance is not None
-
-    @property
     def position_ms(self) -> int:
         """Audio consumed so far, in stream milliseconds."""
         return self._frames_seen * self._frame_ms

@@ -6,7 +6,6 @@ import asyncio
 import heapq
 import itertools
 import os
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -39,7 +38,6 @@ class Gate:
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name)
-        self.busy_s = 0.0
 
     @property
     def waiting(self) -> int:
@@ -72,7 +70,6 @@ class Gate:
 
     async def run(self, fn: Callable[..., T], *args: object, priority: int = 1) -> T:
         await self._acquire(priority)
-        started = time.perf_counter()
         try:
             # If the caller is cancelled, the thread still finishes its call; the
             # slot is held until it does, so concurrency stays truthful.
@@ -82,7 +79,6 @@ class Gate:
             await asyncio.wait([future])
             raise
         finally:
-            self.busy_s += time.perf_counter() - started
             self._release()
 
     def close(self) -> None:

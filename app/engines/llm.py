@@ -181,9 +181,6 @@ class LlamaCppLLM:
             time.perf_counter() - started,
         )
 
-    async def start(self) -> None:
-        return None
-
     def _tokens(
         self, messages: list[ChatMessage], stop: threading.Event, max_tokens: int
     ) -> Iterator[str]:

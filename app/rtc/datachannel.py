@@ -62,6 +62,11 @@ class EventChannel:
         if channel.readyState != "open":
             return
         if channel.bufferedAmount > HIGH_WATER_BYTES and event["type"].endswith(DROPPABLE_SUFFIX):
+            if not self.dropped:
+                log.warning(
+                    "peer is not reading its events; dropping deltas",
+                    extra={"session_id": self._session_id},
+                )
             self.dropped += 1
             return
         channel.send(payload)

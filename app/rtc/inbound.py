@@ -24,7 +24,6 @@ class InboundAudio:
         self._track = track
         self._on_pcm = on_pcm
         self._resampler = Resampler(INBOUND_RATE)
-        self.frames = 0
         self.last_frame_at: float | None = None
 
     async def run(self) -> None:
@@ -36,6 +35,5 @@ class InboundAudio:
                 return
             if not isinstance(frame, AudioFrame):
                 continue
-            self.frames += 1
             self.last_frame_at = time.monotonic()
             self._on_pcm(self._resampler.frame(frame))

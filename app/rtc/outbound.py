@@ -86,10 +86,6 @@ class PacedAudioTrack(MediaStreamTrack):
         self._drained = asyncio.Event()
         self._drained.set()
 
-    @property
-    def buffered_s(self) -> float:
-        return len(self._buffer) / 2 / self.rate
-
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
     ) -> None:
