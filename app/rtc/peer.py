@@ -21,15 +21,16 @@ from app.errors import SignallingError
 from app.rtc.datachannel import EventChannel
 from app.rtc.inbound import InboundAudio
 from app.rtc.outbound import PacedAudioTrack
-from app.rtc.sdp import audio_rate_for_offer
+from app.rtc.sdp import audio_rate_for_offer, sent_audio_codec
 from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
 
 class RtcPeer:
-    def __init__(self, session_id: str, ice_servers: list[str]) -> None:
+    def __init__(self, session_id: str, ice_servers: list[str], *, dtx: bool = True) -> None:
         self.session_id = session_id
+        self._dtx = dtx
         servers = [RTCIceServer(urls=url) for url in ice_servers]
         # An explicit empty list: aiortc's default would try a public STUN server.
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
@@ -56,7 +57,10 @@ class RtcPeer:
         self.pc.addTrack(self.outbound)
         # aiortc gathers all candidates inside setLocalDescription: no trickle needed.
         await self.pc.setLocalDescription(await self.pc.createAnswer())
-        return str(self.pc.localDescription.sdp)
+        answer = str(self.pc.localDescription.sdp)
+        if sent_audio_codec(answer) == "audio/opus":
+            self.outbound.send_opus_packets(dtx=self._dtx)
+        return answer
 
     def bind(
         self,

@@ -34,3 +34,10 @@ def audio_rate_for_offer(sdp: str) -> int:
     if codecs & {"audio/pcmu", "audio/pcma"}:
         return 8_000
     raise SignallingError("SDP offer has no codec we speak (opus, PCMU or PCMA)")
+
+
+def sent_audio_codec(answer_sdp: str) -> str:
+    """The codec our audio goes out in: aiortc sends with the answer's first one."""
+    description = SessionDescription.parse(answer_sdp)
+    audio = next(media for media in description.media if media.kind == "audio")
+    return str(audio.rtp.codecs[0].mimeType).lower()

@@ -16,10 +16,15 @@ from tests.support.speech import rms_dbfs
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.parametrize(
+    "codecs",
+    [(), ("audio/PCMU",)],
+    ids=["opus", "pcmu-only gateway"],
+)
 async def test_echo_plays_the_utterance_back(
-    echo_server: ServerProcess, speech: Callable[[str], Path]
+    echo_server: ServerProcess, speech: Callable[[str], Path], codecs: tuple[str, ...]
 ) -> None:
-    client = AgentClient(echo_server.url)
+    client = AgentClient(echo_server.url, codecs)
     await client.connect()
     try:
         said = load_wav(str(speech("Testing the microphone, one two three.")))
@@ -31,14 +36,16 @@ async def test_echo_plays_the_utterance_back(
         await client.close()
     assert done["response"]["status"] == "completed"
     assert "first_frame_sent" in done["response"]["timings_ms"]
+    rate = client.recording.rate
+    assert rate == (8_000 if codecs else 48_000)
     echoed = client.recording.audio(since=client.mic.speech_ended_at)
     voiced = echoed[np.abs(echoed.astype(np.int32)) > 300]
-    # Opus twice and two resamplings: the level survives within a few dB.
+    # The codec twice and two resamplings: the level survives within a few dB.
     speech_level = rms_dbfs(said[np.abs(said.astype(np.int32)) > 300])
     assert abs(rms_dbfs(voiced) - speech_level) < 6
     # About as long as what was said (prefix padding and VAD tail added).
     spoken_s = np.count_nonzero(np.abs(said) > 300) / 48_000
-    assert 0.7 * spoken_s < len(voiced) / 48_000 < 1.5 * spoken_s
+    assert 0.7 * spoken_s < len(voiced) / rate < 1.5 * spoken_s
 
 
 async def test_bad_client_events_get_errors_and_the_session_survives(
