@@ -24,6 +24,7 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSession
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from app.audio.resample import Resampler
+from app.rtc.jitter import release_audio_promptly
 
 RATE = 48_000
 FRAME = RATE // 50  # 20 ms
@@ -60,7 +61,9 @@ class WavMicrophone(MediaStreamTrack):
         self._offset = 0
         self._pts = 0
         self._t0: float | None = None
+        self.speech_started_at: float | None = None  # wall time the first voiced frame went out
         self.speech_ended_at: float | None = None  # wall time the last voiced frame went out
+        self._first_voiced_sample = -1
         self._last_voiced_sample = -1
 
     def say(self, samples: np.ndarray) -> None:
@@ -82,8 +85,11 @@ class WavMicrophone(MediaStreamTrack):
             self._current = self._queue.pop(0)
             self._offset = 0
             voiced = np.nonzero(np.abs(self._current.astype(np.int32)) > VOICE_PEAK)[0]
+            self._first_voiced_sample = int(voiced[0]) if len(voiced) else -1
             self._last_voiced_sample = int(voiced[-1]) if len(voiced) else -1
         chunk = self._current[self._offset : self._offset + FRAME]
+        if self._offset <= self._first_voiced_sample < self._offset + FRAME:
+            self.speech_started_at = time.monotonic()
         if self._offset <= self._last_voiced_sample < self._offset + FRAME:
             self.speech_ended_at = time.monotonic()
         self._offset += len(chunk)
@@ -113,6 +119,15 @@ class Recording:
             if int(np.abs(samples.astype(np.int32)).max(initial=0)) > VOICE_PEAK:
                 return at
         return None
+
+    def voice_times(self, since: float, until: float) -> list[float]:
+        """Arrival times of non-silent frames in [since, until)."""
+        return [
+            at
+            for samples, at in zip(self.frames, self.times, strict=True)
+            if since <= at < until
+            and int(np.abs(samples.astype(np.int32)).max(initial=0)) > VOICE_PEAK
+        ]
 
     def first_voice_after(self, since: float) -> float | None:
         for samples, at in zip(self.frames, self.times, strict=True):
@@ -163,6 +178,8 @@ class AgentClient:
         await self.wait_for("session.created", timeout_s=timeout_s)
 
     def _on_track(self, track: MediaStreamTrack) -> None:
+        # Timestamps of reply audio should be its arrival, not arrival plus a cushion.
+        release_audio_promptly(self.pc, track)
         self._reader = asyncio.ensure_future(self._record(track))
 
     async def _record(self, track: MediaStreamTrack) -> None:

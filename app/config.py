@@ -91,10 +91,42 @@ class VadSettings(BaseModel):
     max_utterance_s: float = Field(
         30.0, gt=0, le=120, description="A turn is ended forcibly after this much speech."
     )
+    interrupt_response: bool = Field(
+        True,
+        description="User speech during a reply interrupts it (barge-in). Off: it waits "
+        "and becomes the next turn.",
+    )
+    # Counted in voiced audio from the start of the utterance (values below start_ms
+    # act as start_ms). webrtcvad's ~80 ms hangover makes a 120 ms cough look like
+    # 200 ms of speech; 300 ms needs ~220 ms of sound, less than "wait" or "stop".
+    # Longer suits noisy rooms; shorter reacts sooner.
+    interrupt_min_speech_ms: int = Field(
+        300, ge=0, le=5000, description="Speech needed during a reply before it is interrupted."
+    )
+    echo_guard: bool = Field(
+        False,
+        description="For clients without echo cancellation (speakerphones, some SIP "
+        "gateways): while the agent speaks, only speech within echo_margin_db of the "
+        "agent's own output level counts towards a barge-in, and an utterance that never "
+        "reaches it is dropped as the agent's echo.",
+    )
+    echo_margin_db: float = Field(
+        -10.0,
+        ge=-60,
+        le=30,
+        description="With echo_guard: how loud the user must be, in dB relative to the "
+        "agent's output level, to interrupt (-10: no more than 10 dB quieter).",
+    )
 
     @model_validator(mode="after")
     def _whole_frames(self) -> VadSettings:
-        for name in ("start_ms", "silence_ms", "prefix_padding_ms", "speculative_ms"):
+        for name in (
+            "start_ms",
+            "silence_ms",
+            "prefix_padding_ms",
+            "speculative_ms",
+            "interrupt_min_speech_ms",
+        ):
             if getattr(self, name) % self.frame_ms:
                 raise ValueError(f"vad.{name} must be a multiple of vad.frame_ms ({self.frame_ms})")
         return self

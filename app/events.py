@@ -147,6 +147,17 @@ def response_done(
     return _event("response.done", response=response)
 
 
+def output_audio_buffer(state: str, response_id: str) -> Event:
+    """WebRTC playout: state is started, stopped or cleared."""
+    return _event(f"output_audio_buffer.{state}", response_id=response_id)
+
+
+def item_truncated(item_id: str, audio_end_ms: int) -> Event:
+    return _event(
+        "conversation.item.truncated", item_id=item_id, content_index=0, audio_end_ms=audio_end_ms
+    )
+
+
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:
     body: dict[str, Any] = {"type": type_, "message": message}
     if code:

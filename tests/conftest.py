@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.support.server import ServerProcess
+from app.engines.llm import bundled_gguf_path
+from tests.support.server import ServerProcess, free_port
 from tests.support.speech import have_espeak, speak_to_wav
 
 
@@ -64,3 +71,42 @@ def whisper() -> object:
     from app.engines.stt import bundled_model_path
 
     return WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    url: str  # the OpenAI-compatible base URL, ending in /v1
+    log: Path
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """`python -m llama_cpp.server`: a real OpenAI-compatible server, as vLLM would be."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", bundled_gguf_path(),
+             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048"],
+            stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # its log is read while it runs
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"llama_cpp.server did not start:\n{log.read_text()[-3000:]}")
+        yield LlamaServer(url, log)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture
+def openai_server(llama_server: LlamaServer) -> str:
+    return llama_server.url

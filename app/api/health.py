@@ -58,4 +58,9 @@ async def client_config(request: Request) -> dict[str, Any]:
         "ice_servers": [{"urls": url} for url in settings.server.ice_servers],
         "max_sessions": settings.pool.max_sessions,
         "voice": settings.tts.voice,
+        "vad": {
+            "silence_ms": settings.vad.silence_ms,
+            "interrupt_response": settings.vad.interrupt_response,
+            "interrupt_min_speech_ms": settings.vad.interrupt_min_speech_ms,
+        },
     }

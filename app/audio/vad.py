@@ -73,11 +73,22 @@ class TurnDetector:
         self._silence_run = 0
         self._utterance: list[bytes] | None = None
         self._start_ms = 0
+        self._voiced_frames = 0  # in the current utterance, its start run included
 
     @property
     def position_ms(self) -> int:
         """Audio consumed so far, in stream milliseconds."""
         return self._frames_seen * self._frame_ms
+
+    @property
+    def speaking(self) -> bool:
+        """Inside an utterance: between SpeechStarted and SpeechEnded."""
+        return self._utterance is not None
+
+    @property
+    def voiced_ms(self) -> int:
+        """Voiced audio in the current utterance so far (0 outside one)."""
+        return self._voiced_frames * self._frame_ms if self._utterance is not None else 0
 
     def reset(self) -> None:
         self._ring.clear()
@@ -108,11 +119,13 @@ class TurnDetector:
             self._utterance = list(self._ring)
             self._ring.clear()
             self._silence_run = 0
+            self._voiced_frames = self._voiced_run
             self._start_ms = self.position_ms - self._start_frames * self._frame_ms
             return SpeechStarted(audio_start_ms=self._start_ms)
 
         self._utterance.append(frame)
         self._silence_run = 0 if voiced else self._silence_run + 1
+        self._voiced_frames += voiced
         if self._silence_run >= self._silence_frames:
             return self._end(forced=False)
         if len(self._utterance) >= self._max_frames:

@@ -12,6 +12,7 @@ from fractions import Fraction
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from app.audio.level import SILENT_DB, pcm_db
 from app.errors import CrossedSessions, EndOfStream
 from app.rtc.opus import OPUS_RATE, OpusPacketizer
 
@@ -22,6 +23,9 @@ DEFAULT_MAX_BUFFER_S = 8.0
 # While the agent is silent, send one Opus packet this often instead of every
 # 20 ms, as Opus DTX does; receivers fill the gap with comfort noise.
 DTX_INTERVAL_S = 0.4
+# How far back output_level_db() looks: the agent's voice reaches a microphone
+# without echo cancellation a few hundred ms after it is sent.
+LEVEL_WINDOW_FRAMES = 25
 
 
 class PacingClock:
@@ -93,6 +97,8 @@ class PacedAudioTrack(MediaStreamTrack):
         self._marks: deque[tuple[int, Callable[[], None]]] = deque()
         self.queued_samples = 0  # every sample ever written
         self.played_samples = 0  # every written sample sent (or cleared)
+        # RMS of the last frames sent, for telling the agent's echo from the user.
+        self._levels: deque[float] = deque(maxlen=LEVEL_WINDOW_FRAMES)
         self._space = asyncio.Event()
         self._space.set()
         self._drained = asyncio.Event()
@@ -112,8 +118,11 @@ class PacedAudioTrack(MediaStreamTrack):
 
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
-    ) -> None:
+    ) -> int:
         """Queue s16 mono PCM at `rate`; `on_start` runs when its first sample is sent.
+
+        Returns the position of its first sample in the stream of everything
+        written, the unit of `played_samples`.
 
         `session_id` must be this track's owner: audio is tagged with the session
         that made it and checked here, where it would reach a peer.
@@ -129,13 +138,15 @@ class PacedAudioTrack(MediaStreamTrack):
             await self._space.wait()
         if self.readyState != "live":
             raise EndOfStream("the outbound track has stopped")
+        start = self.queued_samples
         if on_start is not None:
-            self._marks.append((self.queued_samples, on_start))
+            self._marks.append((start, on_start))
         self._buffer += pcm
         self.queued_samples += len(pcm) // 2
         if pcm:
             self._drained.clear()
             self._queued.set()
+        return start
 
     def clear(self) -> int:
         """Drop everything queued; return how many samples were dropped."""
@@ -150,6 +161,15 @@ class PacedAudioTrack(MediaStreamTrack):
 
     async def wait_drained(self) -> None:
         await self._drained.wait()
+
+    @property
+    def playing(self) -> bool:
+        """Written audio is still waiting to be sent."""
+        return not self._drained.is_set()
+
+    def output_level_db(self) -> float:
+        """Loudest frame sent in the last half second, in dBFS (-100 for silence)."""
+        return max(self._levels, default=SILENT_DB)
 
     async def recv(self) -> av.AudioFrame | av.Packet:
         if self.readyState != "live":
@@ -174,6 +194,7 @@ class PacedAudioTrack(MediaStreamTrack):
             self._drained.set()
             self._queued.clear()
         pcm = chunk.ljust(self._frame_bytes, b"\0") if sent else None
+        self._levels.append(pcm_db(pcm) if pcm is not None else SILENT_DB)
         if self._opus is not None:
             return self._opus.packet(pcm, pts)
         return self._frame(pcm or bytes(self._frame_bytes), pts)

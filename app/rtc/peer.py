@@ -20,6 +20,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from app.errors import SignallingError
 from app.rtc.datachannel import EventChannel
 from app.rtc.inbound import InboundAudio
+from app.rtc.jitter import release_audio_promptly
 from app.rtc.outbound import PacedAudioTrack
 from app.rtc.sdp import audio_rate_for_offer, sent_audio_codec
 from app.tasks import CloseOnce, cancel_task, spawn
@@ -79,6 +80,7 @@ class RtcPeer:
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._mic is None:
             self._mic = track
+            release_audio_promptly(self.pc, track)
 
     def _on_datachannel(self, channel: RTCDataChannel) -> None:
         self.events.attach(channel)

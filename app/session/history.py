@@ -1,23 +1,92 @@
-"""A conversation's memory, bounded so prompts cannot grow without limit."""
+"""A conversation's memory, bounded so prompts cannot grow without limit.
+
+Assistant messages keep a timeline of their clauses, so the text can be cut
+to what the user heard when a reply is interrupted or the client truncates it.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from app.engines.llm import ChatMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """One clause of a reply and where it sits in the reply's audio."""
+
+    text: str
+    start_ms: float
+    end_ms: float
+
+
+def heard_text(timeline: Sequence[Spoken], heard_ms: float) -> str:
+    """The words of `timeline` that had played by `heard_ms` into its audio.
+
+    Whole clauses up to the cut, then the clause it falls in word by word.
+    Kokoro gives no word timings, so words are assumed to take time in
+    proportion to their letters; a word is kept only if it was played to its end.
+    """
+    words: list[str] = []
+    for clause in timeline:
+        if clause.end_ms <= heard_ms:
+            words += clause.text.split()
+            continue
+        if clause.start_ms < heard_ms:
+            fraction = (heard_ms - clause.start_ms) / (clause.end_ms - clause.start_ms)
+            clause_words = clause.text.split()
+            total = sum(len(word) + 1 for word in clause_words)
+            played = 0
+            for word in clause_words:
+                played += len(word) + 1
+                if played / total > fraction:
+                    break
+                words.append(word)
+        break
+    return " ".join(words)
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    content: str
+    item_id: str = ""
+    interrupted: bool = False  # cut short: content is only what was heard
+    timeline: tuple[Spoken, ...] = ()
+
+    @property
+    def audio_ms(self) -> float:
+        return self.timeline[-1].end_ms if self.timeline else 0.0
 
 
 class History:
     def __init__(self, system_prompt: str, max_messages: int) -> None:
         self.system_prompt = system_prompt
         # Oldest messages fall off first; the system prompt is never dropped.
-        self._messages: deque[ChatMessage] = deque(maxlen=max_messages)
+        self._messages: deque[Message] = deque(maxlen=max_messages)
 
-    def add(self, role: str, content: str) -> None:
-        self._messages.append({"role": role, "content": content})
+    def add(self, message: Message) -> None:
+        self._messages.append(message)
+
+    def find(self, item_id: str) -> Message | None:
+        return next((m for m in self._messages if m.item_id == item_id), None)
+
+    def truncate(self, message: Message, audio_end_ms: float) -> None:
+        """Keep only what was heard of an assistant message up to `audio_end_ms`."""
+        message.content = heard_text(message.timeline, audio_end_ms)
+        message.interrupted = True
 
     def prompt(self) -> list[ChatMessage]:
-        return [{"role": "system", "content": self.system_prompt}, *self._messages]
+        """What the LLM sees: interrupted replies exactly as far as they were heard."""
+        said: list[ChatMessage] = [
+            {"role": m.role, "content": m.content} for m in self._messages if m.content
+        ]
+        return [{"role": "system", "content": self.system_prompt}, *said]
+
+    def messages(self) -> list[Message]:
+        return list(self._messages)
 
     def __len__(self) -> int:
         return len(self._messages)

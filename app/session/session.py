@@ -5,22 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from app import events
 from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
 from app.engines import Engines
 from app.errors import EndOfStream, EngineError
+from app.session.bargein import BargeIn
+from app.session.context import AudioOut, TurnContext
 from app.session.history import History
-from app.session.turn import (
-    AgentResponder,
-    AudioOut,
-    EchoResponder,
-    Responder,
-    TurnContext,
-    UserTurn,
-)
+from app.session.turn import AgentResponder, EchoResponder, Responder, UserTurn
 from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
@@ -43,6 +39,7 @@ class Session:
         self._settings = settings
         self._send = send
         self.detector = TurnDetector(settings.vad)
+        self._barge_in = BargeIn(settings.vad)
         self.history = History(settings.llm.system_prompt, settings.llm.max_history_messages)
         self._ctx = TurnContext(session_id, self.history, audio, send)
         self._responder = self._make_responder(engines)
@@ -76,7 +73,13 @@ class Session:
 
     def on_client_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        self._send(events.error(f"unsupported client event type: {kind!r}", code="unknown_event"))
+        handler = self._client_events.get(str(kind))
+        if handler is None:
+            self._send(
+                events.error(f"unsupported client event type: {kind!r}", code="unknown_event")
+            )
+            return
+        handler(self, event)
 
     def feed_audio(self, pcm16k: bytes) -> None:
         """Inbound 16 kHz mono s16. Runs in the reader task: must stay cheap."""
@@ -90,13 +93,81 @@ class Session:
                 self._abandon_speculation()
             elif isinstance(event, SpeechEnded):
                 self._send(events.speech_stopped(self._item_id, event.audio_end_ms))
-                if self._speculative is not None:
+                if self._barge_in.echo_only:
+                    self._abandon_speculation()
+                    log.info("dropped an utterance as echo", extra={"session_id": self.id})
+                elif self._speculative is not None:
                     self._speculative.confirm()
                     self._speculative = None
                     log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
                 else:
                     self._enqueue(UserTurn.finished(self.id, event.audio, self._item_id))
                 self._item_id = events.new_id("item")
+        self._watch_for_barge_in(pcm16k)
+
+    def _watch_for_barge_in(self, pcm16k: bytes) -> None:
+        reply = self._ctx.reply
+        audio = self._ctx.audio
+        agent_db = audio.output_level_db() if reply is not None and audio.playing else None
+        user_speaking = self._barge_in.update(pcm16k, self.detector, agent_db)
+        if user_speaking and reply is not None and self._settings.vad.interrupt_response:
+            reply.interrupt("turn_detected")
+
+    def interrupt(self, reason: str) -> bool:
+        """Stop the reply the user is hearing, if any."""
+        reply = self._ctx.reply
+        return reply is not None and reply.interrupt(reason)
+
+    def _cancel_response(self, event: dict[str, Any]) -> None:
+        reply = self._ctx.reply
+        wanted = event.get("response_id")
+        if reply is None or (wanted and wanted != reply.response_id):
+            self._send(
+                events.error("no response in progress to cancel", code="response_cancel_not_active")
+            )
+            return
+        reply.interrupt("client_cancelled")
+
+    def _clear_output(self, event: dict[str, Any]) -> None:
+        if not self.interrupt("client_cancelled"):
+            self._send(events.error("no audio is playing", code="output_audio_buffer_empty"))
+
+    def _truncate_item(self, event: dict[str, Any]) -> None:
+        item_id, audio_end_ms = event.get("item_id"), event.get("audio_end_ms")
+        if not isinstance(item_id, str) or not isinstance(audio_end_ms, int) or audio_end_ms < 0:
+            self._send(
+                events.error(
+                    "conversation.item.truncate needs item_id (string) and audio_end_ms "
+                    "(integer >= 0)",
+                    code="invalid_value",
+                )
+            )
+            return
+        reply = self._ctx.reply
+        if reply is not None and reply.item_id == item_id:
+            reply.interrupt("client_cancelled", heard_ms=audio_end_ms)
+            return
+        message = self.history.find(item_id)
+        if message is None or message.role != "assistant":
+            self._send(events.error(f"no assistant item {item_id!r}", code="item_not_found"))
+            return
+        if audio_end_ms > message.audio_ms:
+            self._send(
+                events.error(
+                    f"audio_end_ms {audio_end_ms} is past the end of the item's audio "
+                    f"({message.audio_ms:.0f} ms)",
+                    code="invalid_value",
+                )
+            )
+            return
+        self.history.truncate(message, audio_end_ms)
+        self._send(events.item_truncated(item_id, audio_end_ms))
+
+    _client_events: ClassVar[dict[str, Callable[[Session, dict[str, Any]], None]]] = {
+        "response.cancel": _cancel_response,
+        "output_audio_buffer.clear": _clear_output,
+        "conversation.item.truncate": _truncate_item,
+    }
 
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.

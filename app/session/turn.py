@@ -29,7 +29,9 @@ from app.engines.llm import ChatLLM, ChatMessage
 from app.engines.stt import SpeechToText
 from app.engines.tts import TextToSpeech
 from app.errors import EngineError
-from app.session.history import History
+from app.session.context import TurnContext
+from app.session.history import Message
+from app.session.reply import Reply
 from app.session.timings import TurnTimings
 from app.tasks import cancel_task
 
@@ -40,30 +42,6 @@ log = logging.getLogger(__name__)
 # soon; a reply of llm.max_tokens cannot fill this, and if one did, reading
 # the LLM would pause (backpressure) rather than buffer.
 CLAUSE_QUEUE_SIZE = 64
-FIRST_FRAME_WAIT_S = 2.0
-
-
-class AudioOut(Protocol):
-    """Where reply audio goes: the paced WebRTC track (or, later, a WebSocket)."""
-
-    rate: int
-
-    async def write(
-        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
-    ) -> None:
-        """Queue PCM at `rate` for the session `session_id` (checked against the owner);
-        raises EndOfStream once the peer is gone."""
-        ...
-
-    def clear(self) -> int: ...
-
-
-@dataclass(slots=True)
-class TurnContext:
-    session_id: str
-    history: History
-    audio: AudioOut
-    send: Callable[[events.Event], None]
 
 
 @dataclass(slots=True, eq=False)
@@ -95,28 +73,6 @@ class UserTurn:
 
 class Responder(Protocol):
     async def respond(self, turn: UserTurn) -> None: ...
-
-
-class _Playout:
-    """Tracks the first reply frame going out; callbacks run inside the track's recv()."""
-
-    def __init__(self, timings: TurnTimings) -> None:
-        self._timings = timings
-        self.started = asyncio.get_running_loop().create_future()
-
-    def on_start(self, then: Callable[[], None] | None = None) -> Callable[[], None]:
-        def fire() -> None:
-            self._timings.mark("first_frame_sent")
-            if not self.started.done():
-                self.started.set_result(None)
-            if then is not None:
-                then()
-
-        return fire
-
-    async def wait_started(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.started), FIRST_FRAME_WAIT_S)
 
 
 class _Commit:
@@ -158,7 +114,7 @@ class AgentResponder:
         def heard() -> None:
             ctx.send(events.transcription_completed(turn.item_id, transcript, seconds))
             if transcript:
-                ctx.history.add("user", transcript)
+                ctx.history.add(Message("user", transcript, turn.item_id))
 
         if not transcript:
             await _Commit(turn.ended, heard)()
@@ -178,14 +134,16 @@ class AgentResponder:
         commit_user: Callable[[], None] = lambda: None,
     ) -> None:
         ctx = self._ctx
-        response_id, item_id = events.new_id("resp"), events.new_id("item")
+        reply = Reply(ctx, timings)
 
         def created() -> None:
             commit_user()
-            ctx.send(events.response_created(response_id))
+            reply.open()
 
         # Everything visible waits for this: the user's turn must really be over.
+        # Watched from the start, so response.created goes out as soon as it is.
         open_response = _Commit(ended, created)
+        opening = asyncio.create_task(open_response(), name=f"{ctx.session_id}:open")
         clauses: asyncio.Queue[str | None] = asyncio.Queue(maxsize=CLAUSE_QUEUE_SIZE)
         first_synthesized = asyncio.Event()
         # Awaited below, which surfaces its errors: not a fire-and-forget spawn().
@@ -193,17 +151,15 @@ class AgentResponder:
             self._generate(prompt, clauses, first_synthesized, timings),
             name=f"{ctx.session_id}:llm",
         )
-        playout = _Playout(timings)
         # One resampler per reply: stateful across its clauses, flushed at the end.
         resampler = Resampler(ctx.audio.rate)
-        spoken: list[str] = []
         unspoken: list[str] = []
-        status, failure = "completed", None
+        failure: str | None = None
         try:
             while (clause := await clauses.get()) is not None:
                 started = time.perf_counter()
                 try:
-                    speech = await self._tts.synthesize(clause, urgent=not spoken)
+                    speech = await self._tts.synthesize(clause, urgent=not reply.text)
                 except EngineError as exc:
                     # One unspeakable piece (a stray symbol) must not silence the reply.
                     unspoken.append(str(exc))
@@ -220,50 +176,24 @@ class AgentResponder:
                 )
                 timings.mark("tts_first_audio")
                 await open_response()
-                delta = clause if not spoken else " " + clause
-                spoken.append(clause)
-                send_delta = _bind(ctx.send, events.transcript_delta(response_id, item_id, delta))
-                await ctx.audio.write(
-                    resampler.pcm(speech.samples, speech.rate),
-                    playout.on_start(send_delta),
-                    session_id=ctx.session_id,
-                )
-            await ctx.audio.write(resampler.flush(), session_id=ctx.session_id)
+                await reply.play(resampler.pcm(speech.samples, speech.rate), clause)
+            await open_response()
+            await reply.play(resampler.flush())
             await producer  # re-raise what ended the generation, if anything
-            if unspoken and not spoken:
+            if unspoken and not reply.text:
                 raise EngineError(f"nothing of the reply could be spoken: {unspoken[0]}")
         except EngineError as exc:
             await open_response()
-            status, failure = "failed", {"type": "server_error", "message": str(exc)}
             log.error("reply failed: %s", exc, extra={"session_id": ctx.session_id})
             ctx.send(events.error(str(exc), type_="server_error", code="engine_error"))
+            failure = str(exc)
+        except asyncio.CancelledError:
+            reply.interrupt("client_cancelled")  # a no-op if that is what cancelled us
+            raise
         finally:
             await cancel_task(producer)
-
-        await open_response()
-        text = " ".join(spoken)
-        if text:
-            ctx.history.add("assistant", text)
-            await playout.wait_started()
-        ctx.send(events.transcript_done(response_id, item_id, text))
-        output = [events.assistant_item(item_id, text, "completed" if text else "incomplete")]
-        ctx.send(
-            events.response_done(
-                response_id,
-                status,
-                output=output,
-                timings_ms=timings.as_ms(),
-                reason="error" if failure else None,
-                error=failure,
-            )
-        )
-        log.info(
-            "turn %s: %s | %r",
-            status,
-            _format_ms(timings.as_ms()),
-            text[:80],
-            extra={"session_id": ctx.session_id},
-        )
+            await cancel_task(opening)
+        await reply.finish_playing(failure)
 
     async def _generate(
         self,
@@ -305,26 +235,14 @@ class EchoResponder:
         self._ctx = ctx
 
     async def respond(self, turn: UserTurn) -> None:
-        ctx = self._ctx
         await turn.ended.wait()
-        response_id = events.new_id("resp")
-        ctx.send(events.response_created(response_id))
-        playout = _Playout(turn.timings)
-        resampler = Resampler(ctx.audio.rate)
+        reply = Reply(self._ctx, turn.timings)
+        reply.open()
+        resampler = Resampler(self._ctx.audio.rate)
         samples = np.frombuffer(turn.audio, dtype=np.int16)
-        pcm = resampler.pcm(samples, 16_000) + resampler.flush()
-        await ctx.audio.write(pcm, playout.on_start(), session_id=ctx.session_id)
-        await playout.wait_started()
-        ctx.send(
-            events.response_done(
-                response_id, "completed", output=[], timings_ms=turn.timings.as_ms()
-            )
-        )
-
-
-def _bind(send: Callable[[events.Event], None], event: events.Event) -> Callable[[], None]:
-    return lambda: send(event)
-
-
-def _format_ms(timings: dict[str, float]) -> str:
-    return " ".join(f"{stage}={ms:.0f}ms" for stage, ms in timings.items())
+        try:
+            await reply.play(resampler.pcm(samples, 16_000) + resampler.flush())
+            await reply.finish_playing()
+        except asyncio.CancelledError:
+            reply.interrupt("client_cancelled")
+            raise

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
 from app.session.timings import STAGES
 from tests.support.server import ServerProcess
-from tests.support.speech import rms_dbfs, transcribe, word_error_rate, words
+from tests.support.speech import transcribe, word_error_rate, words
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +48,7 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     assert said and deltas == said
 
     reply = client.recording.audio(since=client.mic.speech_ended_at)
-    assert rms_dbfs(reply) > -50, "reply audio is not silent"
+    assert rms_db(reply) > -50, "reply audio is not silent"
     reply_text = transcribe(whisper, reply)
     assert words(reply_text), "Whisper hears words in the reply audio"
 

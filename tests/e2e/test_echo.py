@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
 from tests.support.server import ServerProcess
-from tests.support.speech import rms_dbfs
 
 pytestmark = pytest.mark.e2e
 
@@ -41,8 +41,8 @@ async def test_echo_plays_the_utterance_back(
     echoed = client.recording.audio(since=client.mic.speech_ended_at)
     voiced = echoed[np.abs(echoed.astype(np.int32)) > 300]
     # The codec twice and two resamplings: the level survives within a few dB.
-    speech_level = rms_dbfs(said[np.abs(said.astype(np.int32)) > 300])
-    assert abs(rms_dbfs(voiced) - speech_level) < 6
+    speech_level = rms_db(said[np.abs(said.astype(np.int32)) > 300])
+    assert abs(rms_db(voiced) - speech_level) < 6
     # About as long as what was said (prefix padding and VAD tail added).
     spoken_s = np.count_nonzero(np.abs(said) > 300) / 48_000
     assert 0.7 * spoken_s < len(voiced) / rate < 1.5 * spoken_s

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
 from tests.support.server import ServerProcess
-from tests.support.speech import rms_dbfs, transcribe, word_error_rate, words
+from tests.support.speech import transcribe, word_error_rate, words
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +52,7 @@ async def test_four_sessions_hear_only_themselves(
         for index, client in enumerate(clients):
             assert client.mic.speech_ended_at is not None
             audio = client.recording.audio(since=client.mic.speech_ended_at)
-            assert rms_dbfs(audio) > -50, "every peer hears a reply"
+            assert rms_db(audio) > -50, "every peer hears a reply"
             heard_reply = transcribe(whisper, audio)
             if len(words(heard_reply)) < 3:
                 # Four conversations overload two cores (capacity is one): some

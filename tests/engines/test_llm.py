@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from app.config import LlmSettings
-from app.engines.llm import ChatMessage, LlamaCppLLM, OpenAICompatLLM, bundled_gguf_path
+from app.engines.llm import ChatMessage, LlamaCppLLM, OpenAICompatLLM
 from app.errors import EngineError
 from tests.support.server import free_port
 
@@ -19,33 +15,6 @@ QUESTION: list[ChatMessage] = [
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": "What is the capital of France?"},
 ]
-
-
-@pytest.fixture(scope="module")
-def openai_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`python -m llama_cpp.server`: a real OpenAI-compatible server, as vLLM would be."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", bundled_gguf_path(),
-             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"llama_cpp.server did not start:\n{log.read_text()[-3000:]}")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 async def collect(llm: OpenAICompatLLM | LlamaCppLLM, messages: list[ChatMessage]) -> str:

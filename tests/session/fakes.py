@@ -6,23 +6,28 @@ The real engines are exercised end to end in tests/e2e and tests/engines.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+import av
 import numpy as np
 
 from app.config import Settings, VadSettings
 from app.engines import Engines
-from app.engines.llm import ChatMessage
+from app.engines.llm import ChatLLM, ChatMessage
 from app.engines.tts import Speech
 from app.errors import EngineError
+from app.rtc.outbound import PacedAudioTrack
 from app.session.session import Session
+from app.tasks import cancel_task
 
 RNG = np.random.default_rng(3)
 
 
-def noise(ms: int) -> bytes:
-    return np.clip(RNG.normal(0, 3000, 16 * ms), -32768, 32767).astype(np.int16).tobytes()
+def noise(ms: int, std: float = 3000) -> bytes:
+    """Loud enough (about -21 dBFS at the default) for webrtcvad to call it speech."""
+    return np.clip(RNG.normal(0, std, 16 * ms), -32768, 32767).astype(np.int16).tobytes()
 
 
 def silence(ms: int) -> bytes:
@@ -32,10 +37,13 @@ def silence(ms: int) -> bytes:
 class FakeSTT:
     def __init__(self) -> None:
         self.heard: list[int] = []
+        self.script: list[str] = []  # transcripts to return in order, if set
 
     async def transcribe(self, pcm16k: bytes) -> str:
         self.heard.append(len(pcm16k))
         await asyncio.sleep(0.01)
+        if self.script:
+            return self.script.pop(0)
         return f"question of {len(pcm16k) // 32} ms"
 
     def close(self) -> None: ...
@@ -47,12 +55,17 @@ class FakeLLM:
     def __init__(self) -> None:
         self.prompts: list[list[ChatMessage]] = []
         self.closed_early = 0
+        self.echo_question = False  # answer "About <the question>, ..." instead
 
     async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
         self.prompts.append(messages)
+        words = ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]
+        if self.echo_question:
+            question = messages[-1]["content"]
+            words = f"About {question}, the answer is long and has many words.".split()
         finished = False
         try:
-            for word in ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]:
+            for word in words:
                 await asyncio.sleep(0.02)
                 yield word + " "
             finished = True
@@ -68,6 +81,8 @@ class FakeTTS:
 
     def __init__(self) -> None:
         self.refuse: set[str] = set()  # texts it fails on, like an unspeakable symbol
+        self.seconds_per_word = 0.025
+        self.amplitude = 0.1  # -20 dBFS
 
     async def synthesize(
         self, text: str, *, voice: str | None = None, urgent: bool = False
@@ -75,36 +90,76 @@ class FakeTTS:
         await asyncio.sleep(0.01)
         if text in self.refuse or "*" in self.refuse:
             raise EngineError(f"cannot speak {text!r}")
-        return Speech(np.full(2400, 0.1, dtype=np.float32), 24_000)
+        samples = int(24_000 * self.seconds_per_word * len(text.split()))
+        return Speech(np.full(samples, self.amplitude, dtype=np.float32), 24_000)
 
     def close(self) -> None: ...
 
 
-class FakeAudio:
-    rate = 16_000
+# Closed after each test by tests/session/conftest.py.
+SPEAKERS: list[Speaker] = []
 
-    def __init__(self) -> None:
+
+class Speaker(PacedAudioTrack):
+    """The real paced track, pulled in real time by a task standing in for aiortc.
+
+    Records each write and, per frame sent, when it went out and whether it was voiced.
+    """
+
+    def __init__(self, rate: int = 16_000) -> None:
+        super().__init__(rate, owner="sess_test")
         self.writes: list[int] = []
+        self.frames: list[tuple[float, bool]] = []
+        self._pump = asyncio.create_task(self._play())
 
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
-    ) -> None:
-        assert session_id == "sess_test"
+    ) -> int:
+        start = await super().write(pcm, on_start, session_id=session_id)
         self.writes.append(len(pcm))
-        if on_start is not None:
-            on_start()
+        return start
 
-    def clear(self) -> int:
-        return 0
+    async def _play(self) -> None:
+        while True:
+            frame = await self.recv()
+            assert isinstance(frame, av.AudioFrame)
+            self.frames.append((time.monotonic(), bool(frame.to_ndarray().any())))
+
+    def voiced_times(self) -> list[float]:
+        return [at for at, voiced in self.frames if voiced]
+
+    async def close(self) -> None:
+        self.stop()
+        await cancel_task(self._pump)
+
+
+class EventLog(list[dict[str, Any]]):
+    """Events the session sent, with when each was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def append(self, event: dict[str, Any]) -> None:
+        self.times.append(time.monotonic())
+        super().append(event)
+
+    def at(self, kind: str, nth: int = 0) -> tuple[int, float]:
+        """Index and time of the nth event of `kind`."""
+        found = [i for i, event in enumerate(self) if event["type"] == kind]
+        if len(found) <= nth:
+            raise AssertionError(f"no {kind} #{nth} in {kinds(self)}")
+        return found[nth], self.times[found[nth]]
 
 
 def make_session(
-    speculative_ms: int = 200,
-) -> tuple[Session, list[dict[str, Any]], FakeAudio, Engines]:
-    settings = Settings(vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms))
-    engines = Engines(stt=FakeSTT(), llm=FakeLLM(), tts=FakeTTS())
-    sent: list[dict[str, Any]] = []
-    audio = FakeAudio()
+    speculative_ms: int = 200, llm: ChatLLM | None = None, **vad: Any
+) -> tuple[Session, EventLog, Speaker, Engines]:
+    settings = Settings(vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms, **vad))
+    engines = Engines(stt=FakeSTT(), llm=llm or FakeLLM(), tts=FakeTTS())
+    sent = EventLog()
+    audio = Speaker()
+    SPEAKERS.append(audio)
     session = Session("sess_test", settings, engines, audio, sent.append)
     session.start()
     return session, sent, audio, engines

@@ -55,13 +55,6 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     return previous[-1] / len(ref)
 
 
-def rms_dbfs(samples: np.ndarray) -> float:
-    if len(samples) == 0:
-        return -120.0
-    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
-    return 20 * np.log10(max(rms, 1e-9) / 32768.0)
-
-
 def transcribe(model: Any, samples48k: np.ndarray) -> str:
     """What Whisper hears in 48 kHz mono int16 audio (e.g. a recorded reply)."""
     resampler = Resampler(16_000)

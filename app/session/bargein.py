@@ -1,0 +1,63 @@
+"""When the user's speech during a reply should interrupt it (barge-in)."""
+
+from __future__ import annotations
+
+from app.audio.level import SILENT_DB, pcm_db
+from app.audio.vad import TurnDetector
+from app.config import VadSettings
+
+
+class BargeIn:
+    """Fed after the turn detector on every inbound chunk; says when to interrupt.
+
+    Plain mode: the user has spoken `interrupt_min_speech_ms` in the current
+    utterance. With `echo_guard`, only voiced audio at least `echo_margin_db`
+    relative to the agent's own output level counts, so a client without echo
+    cancellation does not interrupt the agent with its own voice; an utterance
+    that started while the agent spoke and never passed is `echo_only`.
+    """
+
+    def __init__(self, settings: VadSettings) -> None:
+        self._min_ms = max(settings.interrupt_min_speech_ms, settings.start_ms)
+        self._guard = settings.echo_guard
+        self._margin_db = settings.echo_margin_db
+        self._counted_ms = 0
+        self._voiced_ms = 0
+        self._began_over_agent = False
+        self.confirmed = False  # this utterance is the user, not noise or echo
+
+    def update(self, pcm: bytes, detector: TurnDetector, agent_db: float | None) -> bool:
+        """`agent_db`: the reply's output level while one is playing, else None.
+
+        Returns True when the user has spoken long enough to interrupt.
+        """
+        if not detector.speaking:
+            self._counted_ms = self._voiced_ms = 0
+            self._began_over_agent = self.confirmed = False
+            return False
+        new_voiced_ms = detector.voiced_ms - self._voiced_ms
+        if self._voiced_ms == 0:
+            self._began_over_agent = agent_db is not None
+        self._voiced_ms = detector.voiced_ms
+        if (
+            not self._guard
+            or agent_db is None
+            or agent_db <= SILENT_DB
+            or new_voiced_ms
+            and pcm_db(pcm) >= agent_db + self._margin_db
+        ):
+            self._counted_ms += new_voiced_ms
+        if self._counted_ms >= self._min_ms:
+            self.confirmed = True
+        return self.confirmed
+
+    def _counts(self, pcm: bytes, agent_db: float | None, new_voiced_ms: int) -> bool:
+        if not self._guard or agent_db is None or agent_db <= SILENT_DB:
+            return True
+        # Only compute the level when there is new speech to weigh.
+        return new_voiced_ms > 0 and pcm_db(pcm) >= agent_db + self._margin_db
+
+    @property
+    def echo_only(self) -> bool:
+        """The utterance so far began over the agent's voice and never passed the guard."""
+        return self._guard and self._began_over_agent and not self.confirmed

@@ -1,0 +1,242 @@
+"""Barge-in on a scripted timeline, with engine doubles and the real paced track.
+
+The user speaks at 1.0-2.0 s, the reply plays from ~2.6 s, and the user speaks
+again at 3.5 s, while the reply still has seconds to go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from app.config import LlmSettings
+from app.engines.llm import OpenAICompatLLM
+from app.session.history import heard_text
+from app.session.session import Session
+from tests.conftest import LlamaServer
+from tests.session.fakes import (
+    EventLog,
+    FakeLLM,
+    FakeSTT,
+    FakeTTS,
+    Speaker,
+    kinds,
+    make_session,
+    noise,
+    silence,
+)
+
+FIRST, SECOND = "what is the first thing", "and the second thing"
+# What the confirmed barge-in may still let out: the frame already handed to aiortc.
+MAX_LATE_S = 0.04
+DISCONNECTED = "Disconnected from client"  # what llama_cpp.server logs
+
+
+async def play_script(session: Session, script: list[tuple[float, bytes]]) -> None:
+    """Feed (start second, audio) pieces to the session in real time, 20 ms at a time."""
+    t0 = time.monotonic()
+    for start, pcm in script:
+        for offset in range(0, len(pcm), 640):
+            at = start + offset / 32_000
+            await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
+            session.feed_audio(pcm[offset : offset + 640])
+
+
+async def wait_for_count(sent: EventLog, kind: str, count: int, timeout_s: float = 6.0) -> None:
+    for _ in range(int(timeout_s / 0.02)):
+        if kinds(sent).count(kind) >= count:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"fewer than {count} {kind}: {kinds(sent)}")
+
+
+def long_answers() -> tuple[Session, EventLog, Speaker, FakeLLM]:
+    session, sent, audio, engines = make_session()
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, SECOND]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3  # the first reply lasts about 4 s
+    return session, sent, audio, engines.llm
+
+
+SCRIPT = [
+    (0.0, silence(1000)),
+    (1.0, noise(1000)),
+    (2.0, silence(1500)),
+    (3.5, noise(800)),
+    (4.3, silence(700)),
+]
+
+
+async def test_the_user_interrupts_and_history_keeps_what_was_heard() -> None:
+    session, sent, audio, llm = long_answers()
+    await play_script(session, SCRIPT)
+    await wait_for_count(sent, "response.done", 2)
+
+    first_done, _ = sent.at("response.done")
+    cancelled = sent[first_done]["response"]
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["status_details"]["reason"] == "turn_detected"
+    assert sent[sent.at("response.done", 1)[0]]["response"]["status"] == "completed"
+
+    # The order of what the client saw.
+    started, started_at = sent.at("output_audio_buffer.started")
+    barge, _ = sent.at("input_audio_buffer.speech_started", 1)
+    cleared, cleared_at = sent.at("output_audio_buffer.cleared")
+    assert started < barge < cleared
+    assert kinds(sent)[cleared : cleared + 4] == [
+        "output_audio_buffer.cleared",
+        "conversation.item.truncated",
+        "response.output_audio_transcript.done",
+        "response.done",
+    ]
+    assert kinds(sent)[first_done + 1 :].count("response.created") == 1
+
+    # No frame of the first reply went out more than 40 ms after the barge-in.
+    _, second_created_at = sent.at("response.created", 1)
+    late = [at for at in audio.voiced_times() if cleared_at + MAX_LATE_S < at < second_created_at]
+    assert late == [], f"{len(late)} frames of the interrupted reply went out after the cut"
+
+    # History: the first reply only as far as it was heard, then the second turn.
+    messages = session.history.messages()
+    assert [(m.role, m.interrupted) for m in messages] == [
+        ("user", False), ("assistant", True), ("user", False), ("assistant", False),
+    ]  # fmt: skip
+    heard = messages[1]
+    full = f"About {FIRST}, the answer is long and has many words."
+    assert heard.content and full.startswith(heard.content) and heard.content != full
+    truncated = sent[cleared + 1]
+    assert heard.content == heard_text(heard.timeline, truncated["audio_end_ms"])
+    # The cut is where the audio stopped, by the playout position of the track.
+    assert abs(truncated["audio_end_ms"] - (cleared_at - started_at) * 1000) < 100
+    # The second question was answered, and the LLM saw exactly the heard part.
+    assert llm.prompts[-1][-2] == {"role": "assistant", "content": heard.content}
+    assert llm.prompts[-1][-1] == {"role": "user", "content": SECOND}
+    assert SECOND in messages[3].content
+    await session.close()
+
+
+async def test_with_interrupt_response_off_speech_waits_for_the_next_turn() -> None:
+    session, sent, _, engines = make_session(interrupt_response=False)
+    assert isinstance(engines.tts, FakeTTS) and isinstance(engines.stt, FakeSTT)
+    engines.stt.script = [FIRST, SECOND]
+    engines.tts.seconds_per_word = 0.15
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(1000)), (1.8, noise(600)),
+                                (2.4, silence(700))])  # fmt: skip
+    await wait_for_count(sent, "response.done", 2, timeout_s=10)
+    done = [e["response"] for e in sent if e["type"] == "response.done"]
+    assert [d["status"] for d in done] == ["completed", "completed"]
+    assert "output_audio_buffer.cleared" not in kinds(sent)
+    # The second turn was heard while the first reply played, and answered after it.
+    first_done, _ = sent.at("response.done")
+    assert sent.at("input_audio_buffer.speech_started", 1)[0] < first_done
+    assert sent.at("response.created", 1)[0] > first_done
+    await session.close()
+
+
+async def test_a_short_noise_during_a_reply_does_not_interrupt_it() -> None:
+    session, sent, _, engines = make_session(interrupt_min_speech_ms=300)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.tts.seconds_per_word = 0.15
+    # 120 ms of sound: webrtcvad's hangover stretches it to about 200 ms of "voiced".
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(900)), (1.7, noise(120)),
+                                (1.82, silence(600))])  # fmt: skip
+    await wait_for_count(sent, "response.done", 1, timeout_s=10)
+    assert sent[sent.at("response.done")[0]]["response"]["status"] == "completed"
+    await session.close()
+
+
+async def test_echo_guard_ignores_the_agents_own_voice_but_not_the_user() -> None:
+    session, sent, _, engines = make_session(echo_guard=True, echo_margin_db=-10.0)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.tts.seconds_per_word = 0.5  # 4 s of reply from about 1.4 s
+    engines.tts.amplitude = 0.9  # the agent plays at -1 dBFS
+    # The agent's voice comes back 20 dB down (voiced, but under the margin)...
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(1500)), (2.3, noise(600)),
+                                (2.9, silence(700))])  # fmt: skip
+    assert "response.done" not in kinds(sent), "the echo did not interrupt the reply"
+    assert kinds(sent).count("response.created") == 1, "and was not taken as a turn"
+    # ...while the user, close to the microphone, is heard over it.
+    await play_script(session, [(0.0, noise(600, std=12_000)), (0.6, silence(100))])
+    assert sent[sent.at("response.done")[0]]["response"]["status"] == "cancelled"
+    await session.close()
+
+
+async def test_client_cancel_clear_and_truncate() -> None:
+    session, sent, audio, engines = make_session()
+    assert isinstance(engines.tts, FakeTTS)
+    engines.tts.seconds_per_word = 0.2
+    # response.cancel while the reply plays.
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(1100))])
+    session.on_client_event({"type": "response.cancel"})
+    done = sent[sent.at("response.done")[0]]["response"]
+    assert (done["status"], done["status_details"]["reason"]) == ("cancelled", "client_cancelled")
+    assert "output_audio_buffer.cleared" in kinds(sent)
+    # Nothing left to cancel or clear: errors, and the session goes on.
+    session.on_client_event({"type": "response.cancel"})
+    session.on_client_event({"type": "output_audio_buffer.clear"})
+    codes = [e["error"]["code"] for e in sent if e["type"] == "error"]
+    assert codes == ["response_cancel_not_active", "output_audio_buffer_empty"]
+
+    # A reply that played to the end, truncated afterwards by the client.
+    engines.tts.seconds_per_word = 0.05
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
+    await wait_for_count(sent, "response.done", 2)
+    item_id = sent[sent.at("response.done", 1)[0]]["response"]["output"][0]["id"]
+    message = session.history.find(item_id)
+    assert message is not None and not message.interrupted
+    session.on_client_event(
+        {"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0,
+         "audio_end_ms": 250}
+    )  # fmt: skip
+    assert sent[-1] == {
+        "type": "conversation.item.truncated", "event_id": sent[-1]["event_id"],
+        "item_id": item_id, "content_index": 0, "audio_end_ms": 250,
+    }  # fmt: skip
+    assert message.interrupted and message.content == heard_text(message.timeline, 250)
+    # Clauses of 4 words at 50 ms a word: the first whole, not one word of the second.
+    assert message.content == "Sure, here is the"
+    # Bad truncations get errors.
+    for bad in [{"item_id": "item_nope", "audio_end_ms": 10},
+                {"item_id": item_id, "audio_end_ms": 99_999},
+                {"item_id": item_id, "audio_end_ms": "soon"}]:  # fmt: skip
+        session.on_client_event({"type": "conversation.item.truncate", **bad})
+    codes = [e["error"]["code"] for e in sent if e["type"] == "error"][2:]
+    assert codes == ["item_not_found", "invalid_value", "invalid_value"]
+    assert audio.readyState == "live"
+    await session.close()
+
+
+async def test_a_barge_in_ends_the_request_on_a_real_openai_compatible_server(
+    llama_server: LlamaServer,
+) -> None:
+    """llama.cpp's server logs a client that went away and frees its one slot."""
+    llm = OpenAICompatLLM(LlmSettings(base_url=llama_server.url, model="m", max_tokens=400))
+    session, sent, _, engines = make_session(llm=llm)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.tts, FakeTTS)
+    # SmolLM2 goes on for its whole max_tokens (about 6 s here) on this one.
+    engines.stt.script = ["Tell me a long story about a dragon.", FIRST]
+    engines.tts.seconds_per_word = 0.2
+    disconnects = llama_server.log.read_text().count(DISCONNECTED)
+    try:
+        await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
+        _, created_at = sent.at("response.created")
+        while "output_audio_buffer.started" not in kinds(sent):
+            assert time.monotonic() - created_at < 60, "the reply never started"
+            await asyncio.sleep(0.05)
+        await play_script(session, [(0.1, noise(600)), (0.7, silence(700))])
+        done = sent[sent.at("response.done")[0]]["response"]
+        assert done["status"] == "cancelled"
+        for _ in range(100):  # the server notices when it next writes to the stream
+            if llama_server.log.read_text().count(DISCONNECTED) > disconnects:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("llama.cpp's server never saw the request end")
+        # Its only slot is free: the next turn's reply comes back whole.
+        await wait_for_count(sent, "response.done", 2, timeout_s=120)
+        assert sent[sent.at("response.done", 1)[0]]["response"]["status"] == "completed"
+    finally:
+        await session.close()
+        await llm.aclose()
