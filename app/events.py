@@ -158,6 +158,105 @@ def item_truncated(item_id: str, audio_end_ms: int) -> Event:
     )
 
 
+def user_item(
+    item_id: str, *, transcript: str | None = None, text: str | None = None
+) -> dict[str, Any]:
+    """A user message: spoken (input_audio, transcript once known) or typed (input_text)."""
+    content = (
+        {"type": "input_text", "text": text}
+        if text is not None
+        else {"type": "input_audio", "transcript": transcript}
+    )
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "role": "user",
+        "status": "completed",
+        "content": [content],
+    }
+
+
+def text_item(item_id: str, role: str, text: str) -> dict[str, Any]:
+    if role == "user":
+        return user_item(item_id, text=text)
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "role": role,
+        "status": "completed",
+        "content": [{"type": kind, "text": text}],
+    }
+
+
+def item_added(item: dict[str, Any], previous_item_id: str | None = None) -> Event:
+    return _event("conversation.item.added", previous_item_id=previous_item_id, item=item)
+
+
+def item_done(item: dict[str, Any], previous_item_id: str | None = None) -> Event:
+    return _event("conversation.item.done", previous_item_id=previous_item_id, item=item)
+
+
+def item_deleted(item_id: str) -> Event:
+    return _event("conversation.item.deleted", item_id=item_id)
+
+
+def input_committed(item_id: str, previous_item_id: str | None = None) -> Event:
+    return _event(
+        "input_audio_buffer.committed", item_id=item_id, previous_item_id=previous_item_id
+    )
+
+
+def input_cleared() -> Event:
+    return _event("input_audio_buffer.cleared")
+
+
+def session_updated(session: dict[str, Any]) -> Event:
+    return _event("session.updated", session=session)
+
+
+def output_item(state: str, response_id: str, item: dict[str, Any]) -> Event:
+    """response.output_item.added / .done."""
+    return _event(
+        f"response.output_item.{state}", response_id=response_id, output_index=0, item=item
+    )
+
+
+def content_part(state: str, response_id: str, item_id: str, transcript: str) -> Event:
+    """response.content_part.added / .done."""
+    return _event(
+        f"response.content_part.{state}",
+        response_id=response_id,
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+        part={"type": "audio", "transcript": transcript},
+    )
+
+
+def audio_delta(response_id: str, item_id: str, delta_b64: str) -> Event:
+    return _event(
+        "response.output_audio.delta",
+        response_id=response_id,
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+        delta=delta_b64,
+    )
+
+
+def audio_done(response_id: str, item_id: str) -> Event:
+    return _event(
+        "response.output_audio.done",
+        response_id=response_id,
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+    )
+
+
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:
     body: dict[str, Any] = {"type": type_, "message": message}
     if code:

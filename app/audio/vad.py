@@ -90,6 +90,12 @@ class TurnDetector:
         """Voiced audio in the current utterance so far (0 outside one)."""
         return self._voiced_frames * self._frame_ms if self._utterance is not None else 0
 
+    def force_end(self) -> SpeechEnded | None:
+        """End the current utterance now (the client committed it); None outside one."""
+        if self._utterance is None:
+            return None
+        return self._end(forced=True)
+
     def reset(self) -> None:
         self._ring.clear()
         self._pending = b""

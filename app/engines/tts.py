@@ -32,7 +32,12 @@ class TextToSpeech(Protocol):
     voices: list[str]
 
     async def synthesize(
-        self, text: str, *, voice: str | None = None, urgent: bool = False
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        urgent: bool = False,
     ) -> Speech:
         """`urgent`: someone is waiting in silence for this (a reply's first clause)."""
         ...
@@ -85,7 +90,7 @@ class KokoroTTS:
             )
         self.model_name = model
         self._gate = Gate("tts", settings.concurrency)
-        self._synthesize_sync("Ready.", settings.voice)  # warm up the graph
+        self._synthesize_sync("Ready.", settings.voice, settings.speed)  # warm up the graph
         log.info(
             "tts loaded: kokoro %s, voice %s (%s) on %s in %.2fs",
             model,
@@ -96,16 +101,25 @@ class KokoroTTS:
         )
 
     async def synthesize(
-        self, text: str, *, voice: str | None = None, urgent: bool = False
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        urgent: bool = False,
     ) -> Speech:
         return await self._gate.run(
-            self._synthesize_sync, text, voice or self._settings.voice, priority=0 if urgent else 1
+            self._synthesize_sync,
+            text,
+            voice or self._settings.voice,
+            speed or self._settings.speed,
+            priority=0 if urgent else 1,
         )
 
-    def _synthesize_sync(self, text: str, voice: str) -> Speech:
+    def _synthesize_sync(self, text: str, voice: str, speed: float) -> Speech:
         try:
             samples, rate = self._kokoro.create(
-                text, voice=voice, speed=self._settings.speed, lang=self._settings.lang
+                text, voice=voice, speed=speed, lang=self._settings.lang
             )
         except ValueError as exc:  # nothing speakable, unknown voice
             raise EngineError(f"kokoro could not speak {text[:60]!r}: {exc}") from exc

@@ -162,6 +162,9 @@ class PacedAudioTrack(MediaStreamTrack):
     async def wait_drained(self) -> None:
         await self._drained.wait()
 
+    def begin(self, response_id: str, item_id: str) -> None:
+        """RTP needs no labels: which reply is playing is told on the data channel."""
+
     @property
     def playing(self) -> bool:
         """Written audio is still waiting to be sent."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from app import events
 from app.session.history import History
+from app.session.options import SessionOptions
 
 if TYPE_CHECKING:
     from app.session.reply import Reply
@@ -35,6 +36,10 @@ class AudioOut(Protocol):
 
     def output_level_db(self) -> float: ...
 
+    def begin(self, response_id: str, item_id: str) -> None:
+        """The audio written next belongs to this response (a WebSocket labels it)."""
+        ...
+
 
 @dataclass(slots=True)
 class TurnContext:
@@ -42,4 +47,5 @@ class TurnContext:
     history: History
     audio: AudioOut
     send: Callable[[events.Event], None]
+    options: SessionOptions
     reply: Reply | None = None  # the response the user may be hearing now

@@ -73,17 +73,31 @@ class History:
     def find(self, item_id: str) -> Message | None:
         return next((m for m in self._messages if m.item_id == item_id), None)
 
+    def remove(self, item_id: str) -> bool:
+        message = self.find(item_id)
+        if message is None:
+            return False
+        self._messages.remove(message)
+        return True
+
+    @property
+    def last_item_id(self) -> str | None:
+        return self._messages[-1].item_id if self._messages else None
+
     def truncate(self, message: Message, audio_end_ms: float) -> None:
         """Keep only what was heard of an assistant message up to `audio_end_ms`."""
         message.content = heard_text(message.timeline, audio_end_ms)
         message.interrupted = True
 
-    def prompt(self) -> list[ChatMessage]:
-        """What the LLM sees: interrupted replies exactly as far as they were heard."""
+    def prompt(self, instructions: str | None = None) -> list[ChatMessage]:
+        """What the LLM sees: interrupted replies exactly as far as they were heard.
+
+        `instructions` replaces the system prompt for one response.
+        """
         said: list[ChatMessage] = [
             {"role": m.role, "content": m.content} for m in self._messages if m.content
         ]
-        return [{"role": "system", "content": self.system_prompt}, *said]
+        return [{"role": "system", "content": instructions or self.system_prompt}, *said]
 
     def messages(self) -> list[Message]:
         return list(self._messages)

@@ -50,8 +50,14 @@ class Reply:
     def open(self) -> None:
         """The response becomes visible: response.created, and it can be interrupted."""
         self.created = True
-        self._ctx.reply = self
-        self._ctx.send(events.response_created(self.response_id))
+        ctx = self._ctx
+        ctx.reply = self
+        ctx.audio.begin(self.response_id, self.item_id)
+        item = events.assistant_item(self.item_id, "", "in_progress")
+        ctx.send(events.response_created(self.response_id))
+        ctx.send(events.output_item("added", self.response_id, item))
+        ctx.send(events.item_added(item, ctx.history.last_item_id))
+        ctx.send(events.content_part("added", self.response_id, self.item_id, ""))
 
     async def play(self, pcm: bytes, text: str = "") -> None:
         """Queue audio saying `text` (empty: more of the piece before, like a filter tail)."""
@@ -165,11 +171,16 @@ class Reply:
         interrupted = status == "cancelled"
         if interrupted and heard_ms is not None and self._clauses:
             ctx.send(events.item_truncated(self.item_id, round(heard_ms)))
-        ctx.send(events.transcript_done(self.response_id, self.item_id, text))
+        previous = ctx.history.last_item_id
         if text or interrupted:
             ctx.history.add(Message("assistant", text, self.item_id, interrupted, self.timeline()))
         item_status = "completed" if status == "completed" else "incomplete"
         item = events.assistant_item(self.item_id, text, item_status)
+        ctx.send(events.audio_done(self.response_id, self.item_id))
+        ctx.send(events.transcript_done(self.response_id, self.item_id, text))
+        ctx.send(events.content_part("done", self.response_id, self.item_id, text))
+        ctx.send(events.output_item("done", self.response_id, item))
+        ctx.send(events.item_done(item, previous))
         ctx.send(
             events.response_done(
                 self.response_id,

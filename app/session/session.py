@@ -5,25 +5,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
+
+import numpy as np
 
 from app import events
+from app.audio.resample import Resampler
 from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
 from app.engines import Engines
 from app.errors import EndOfStream, EngineError
+from app.session import client_events
 from app.session.bargein import BargeIn
 from app.session.context import AudioOut, TurnContext
 from app.session.history import History
-from app.session.turn import AgentResponder, EchoResponder, Responder, UserTurn
+from app.session.options import SessionOptions
+from app.session.turn import AgentResponder, EchoResponder, Job, ReplyRequest, Responder, UserTurn
 from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
-# Finished user turns waiting for the agent. If the user keeps talking while a
-# reply is still running, the oldest waiting turn is dropped (and the client told).
+# Finished user turns (and requested responses) waiting for the agent. If the user
+# keeps talking while a reply is still running, the oldest waiting one is dropped
+# (and the client told).
 TURN_QUEUE_SIZE = 2
+# With turn detection off, audio waits for input_audio_buffer.commit; beyond
+# vad.max_utterance_s the oldest is dropped.
+MIN_COMMIT_MS = 100
 
 
 class Session:
@@ -38,15 +46,19 @@ class Session:
         self.id = session_id
         self._settings = settings
         self._send = send
+        voices = tuple(getattr(engines.tts, "voices", ()) or ())
+        self.options = SessionOptions.from_settings(settings, voices)
         self.detector = TurnDetector(settings.vad)
         self._barge_in = BargeIn(settings.vad)
-        self.history = History(settings.llm.system_prompt, settings.llm.max_history_messages)
-        self._ctx = TurnContext(session_id, self.history, audio, send)
+        self.history = History(self.options.instructions, settings.llm.max_history_messages)
+        self._ctx = TurnContext(session_id, self.history, audio, send, options=self.options)
         self._responder = self._make_responder(engines)
-        self._turns: asyncio.Queue[UserTurn] = asyncio.Queue(maxsize=TURN_QUEUE_SIZE)
-        self._current: UserTurn | None = None
+        self._turns: asyncio.Queue[Job] = asyncio.Queue(maxsize=TURN_QUEUE_SIZE)
+        self._current: Job | None = None
         self._speculative: UserTurn | None = None
         self._item_id = events.new_id("item")
+        self._manual = bytearray()  # audio since the last commit, when turn detection is off
+        self._appended: Resampler | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
@@ -68,21 +80,41 @@ class Session:
     def start(self) -> None:
         self._worker = spawn(self._run_turns(), f"{self.id}:turns")
 
+    @property
+    def ctx(self) -> TurnContext:
+        return self._ctx
+
+    @property
+    def busy(self) -> bool:
+        """A reply is being prepared or played, or one is waiting."""
+        return self._current is not None or not self._turns.empty()
+
+    def describe(self) -> dict[str, Any]:
+        return self.options.describe(self.id, self._settings.llm.model or "embedded")
+
     def on_events_open(self) -> None:
-        self._send(events.session_created(events.session_object(self.id, self._settings)))
+        self._send(events.session_created(self.describe()))
+
+    def configure(self, session: dict[str, Any]) -> None:
+        """Apply a session.update (raises OptionError); the caller answers session.updated."""
+        vad_before = self.options.vad
+        self.options.update(session)
+        self.history.system_prompt = self.options.instructions
+        if self.options.vad is not vad_before:
+            self._abandon_speculation()
+            self._manual.clear()
+            vad = self.options.vad or self._settings.vad
+            self.detector = TurnDetector(vad)
+            self._barge_in = BargeIn(vad)
 
     def on_client_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        handler = self._client_events.get(str(kind))
-        if handler is None:
-            self._send(
-                events.error(f"unsupported client event type: {kind!r}", code="unknown_event")
-            )
-            return
-        handler(self, event)
+        client_events.handle(self, event)
 
     def feed_audio(self, pcm16k: bytes) -> None:
         """Inbound 16 kHz mono s16. Runs in the reader task: must stay cheap."""
+        if self.options.vad is None:
+            self._buffer_manual(pcm16k)
+            return
         for event in self.detector.push(pcm16k):
             if isinstance(event, SpeechStarted):
                 self.last_speech_at = time.monotonic()
@@ -92,18 +124,67 @@ class Session:
             elif isinstance(event, SpeechResumed):
                 self._abandon_speculation()
             elif isinstance(event, SpeechEnded):
-                self._send(events.speech_stopped(self._item_id, event.audio_end_ms))
-                if self._barge_in.echo_only:
-                    self._abandon_speculation()
-                    log.info("dropped an utterance as echo", extra={"session_id": self.id})
-                elif self._speculative is not None:
-                    self._speculative.confirm()
-                    self._speculative = None
-                    log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
-                else:
-                    self._enqueue(UserTurn.finished(self.id, event.audio, self._item_id))
-                self._item_id = events.new_id("item")
+                self._speech_ended(event)
         self._watch_for_barge_in(pcm16k)
+
+    def _speech_ended(self, event: SpeechEnded) -> None:
+        self._send(events.speech_stopped(self._item_id, event.audio_end_ms))
+        if self._barge_in.echo_only:
+            self._abandon_speculation()
+            log.info("dropped an utterance as echo", extra={"session_id": self.id})
+        else:
+            self._committed(event.audio)
+        self._item_id = events.new_id("item")
+
+    def _committed(self, audio: bytes) -> None:
+        """The user's turn is over: a user item exists; transcribe it, maybe answer it."""
+        self._send(events.input_committed(self._item_id))
+        self._send(events.item_added(events.user_item(self._item_id)))
+        respond = self.options.create_response
+        if self._speculative is not None:
+            self._speculative.respond = respond
+            self._speculative.confirm()
+            self._speculative = None
+            log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
+        else:
+            self._enqueue(UserTurn.finished(self.id, audio, self._item_id, respond=respond))
+
+    def append_pcm24k(self, samples: np.ndarray) -> None:
+        """input_audio_buffer.append: the WebSocket's microphone (pcm16 mono, 24 kHz)."""
+        if self._appended is None:
+            self._appended = Resampler(16_000)  # stateful: one per session
+        self.feed_audio(self._appended.pcm(samples, 24_000))
+
+    def _buffer_manual(self, pcm16k: bytes) -> None:
+        self._manual += pcm16k
+        limit = int(self._settings.vad.max_utterance_s * 32_000)
+        if len(self._manual) > limit:
+            del self._manual[: len(self._manual) - limit]
+
+    def commit_input(self) -> bool:
+        """input_audio_buffer.commit: end the turn now. False if there is nothing to commit."""
+        if self.options.vad is None:
+            if len(self._manual) < MIN_COMMIT_MS * 32:
+                return False
+            audio, self._manual = bytes(self._manual), bytearray()
+            self._committed(audio)
+            self._item_id = events.new_id("item")
+            return True
+        ended = self.detector.force_end()
+        if ended is None:
+            return False
+        self._speech_ended(ended)
+        return True
+
+    def clear_input(self) -> None:
+        """input_audio_buffer.clear: forget audio not yet committed."""
+        self._manual.clear()
+        self.detector.reset()
+        self._abandon_speculation()
+
+    def request_response(self, instructions: str | None) -> None:
+        """response.create: answer from the conversation as it stands."""
+        self._enqueue(ReplyRequest(self.id, instructions))
 
     def _watch_for_barge_in(self, pcm16k: bytes) -> None:
         reply = self._ctx.reply
@@ -118,64 +199,13 @@ class Session:
         reply = self._ctx.reply
         return reply is not None and reply.interrupt(reason)
 
-    def _cancel_response(self, event: dict[str, Any]) -> None:
-        reply = self._ctx.reply
-        wanted = event.get("response_id")
-        if reply is None or (wanted and wanted != reply.response_id):
-            self._send(
-                events.error("no response in progress to cancel", code="response_cancel_not_active")
-            )
-            return
-        reply.interrupt("client_cancelled")
-
-    def _clear_output(self, event: dict[str, Any]) -> None:
-        if not self.interrupt("client_cancelled"):
-            self._send(events.error("no audio is playing", code="output_audio_buffer_empty"))
-
-    def _truncate_item(self, event: dict[str, Any]) -> None:
-        item_id, audio_end_ms = event.get("item_id"), event.get("audio_end_ms")
-        if not isinstance(item_id, str) or not isinstance(audio_end_ms, int) or audio_end_ms < 0:
-            self._send(
-                events.error(
-                    "conversation.item.truncate needs item_id (string) and audio_end_ms "
-                    "(integer >= 0)",
-                    code="invalid_value",
-                )
-            )
-            return
-        reply = self._ctx.reply
-        if reply is not None and reply.item_id == item_id:
-            reply.interrupt("client_cancelled", heard_ms=audio_end_ms)
-            return
-        message = self.history.find(item_id)
-        if message is None or message.role != "assistant":
-            self._send(events.error(f"no assistant item {item_id!r}", code="item_not_found"))
-            return
-        if audio_end_ms > message.audio_ms:
-            self._send(
-                events.error(
-                    f"audio_end_ms {audio_end_ms} is past the end of the item's audio "
-                    f"({message.audio_ms:.0f} ms)",
-                    code="invalid_value",
-                )
-            )
-            return
-        self.history.truncate(message, audio_end_ms)
-        self._send(events.item_truncated(item_id, audio_end_ms))
-
-    _client_events: ClassVar[dict[str, Callable[[Session, dict[str, Any]], None]]] = {
-        "response.cancel": _cancel_response,
-        "output_audio_buffer.clear": _clear_output,
-        "conversation.item.truncate": _truncate_item,
-    }
-
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.
 
         Only when idle: a reply still running would be missing from the history
         the speculative prompt is built on.
         """
-        if self._current is not None or not self._turns.empty():
+        if self.busy:
             return
         self._speculative = UserTurn.speculative(self.id, audio, self._item_id)
         self._turns.put_nowait(self._speculative)
@@ -190,13 +220,11 @@ class Session:
             turn.task.cancel()
         log.debug("speech resumed; speculative reply dropped", extra={"session_id": self.id})
 
-    def _enqueue(self, turn: UserTurn) -> None:
+    def _enqueue(self, turn: Job) -> None:
         if self._turns.full():
             dropped = self._turns.get_nowait()
             dropped.abandoned = True
-            log.warning(
-                "turn queue full; dropping %s", dropped.item_id, extra={"session_id": self.id}
-            )
+            log.warning("turn queue full; dropping one", extra={"session_id": self.id})
             self._send(
                 events.error(
                     "agent busy: an earlier utterance was dropped",
@@ -215,8 +243,13 @@ class Session:
                 log.error("dropped a turn of %s", turn.session_id, extra={"session_id": self.id})
                 continue
             self._current = turn
+            work = (
+                self._responder.respond(turn)
+                if isinstance(turn, UserTurn)
+                else self._responder.reply(turn)
+            )
             # A child task, so a speculative reply can be cancelled without the worker.
-            turn.task = asyncio.create_task(self._responder.respond(turn), name=f"{self.id}:reply")
+            turn.task = asyncio.create_task(work, name=f"{self.id}:reply")
             try:
                 await asyncio.wait([turn.task])
             finally:

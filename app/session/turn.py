@@ -55,10 +55,13 @@ class UserTurn:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     abandoned: bool = False
     task: asyncio.Task[None] | None = None
+    respond: bool = True  # answer it; False: transcribe and keep it only (create_response)
 
     @classmethod
-    def finished(cls, session_id: str, audio: bytes, item_id: str) -> UserTurn:
-        turn = cls(session_id, audio, item_id, TurnTimings())
+    def finished(
+        cls, session_id: str, audio: bytes, item_id: str, *, respond: bool = True
+    ) -> UserTurn:
+        turn = cls(session_id, audio, item_id, TurnTimings(), respond=respond)
         turn.ended.set()
         return turn
 
@@ -71,8 +74,23 @@ class UserTurn:
         self.ended.set()
 
 
+@dataclass(slots=True, eq=False)
+class ReplyRequest:
+    """response.create: answer from the conversation as it stands."""
+
+    session_id: str
+    instructions: str | None = None  # replaces the session's for this response
+    abandoned: bool = False
+    task: asyncio.Task[None] | None = None
+
+
+Job = UserTurn | ReplyRequest
+
+
 class Responder(Protocol):
     async def respond(self, turn: UserTurn) -> None: ...
+
+    async def reply(self, request: ReplyRequest) -> None: ...
 
 
 class _Commit:
@@ -112,19 +130,27 @@ class AgentResponder:
         seconds = len(turn.audio) / 32_000
 
         def heard() -> None:
-            ctx.send(events.transcription_completed(turn.item_id, transcript, seconds))
+            if ctx.options.transcription:
+                ctx.send(events.transcription_completed(turn.item_id, transcript, seconds))
+            ctx.send(events.item_done(events.user_item(turn.item_id, transcript=transcript)))
             if transcript:
                 ctx.history.add(Message("user", transcript, turn.item_id))
 
-        if not transcript:
+        if not transcript or not turn.respond:
             await _Commit(turn.ended, heard)()
-            log.info("empty transcript; no reply", extra={"session_id": ctx.session_id})
+            if not transcript:
+                log.info("empty transcript; no reply", extra={"session_id": ctx.session_id})
             return
         prompt: list[ChatMessage] = [
             *ctx.history.prompt(),
             {"role": "user", "content": transcript},
         ]
         await self.speak(prompt, turn.timings, turn.ended, heard)
+
+    async def reply(self, request: ReplyRequest) -> None:
+        ended = asyncio.Event()
+        ended.set()
+        await self.speak(self._ctx.history.prompt(request.instructions), TurnTimings(), ended)
 
     async def speak(
         self,
@@ -159,7 +185,12 @@ class AgentResponder:
             while (clause := await clauses.get()) is not None:
                 started = time.perf_counter()
                 try:
-                    speech = await self._tts.synthesize(clause, urgent=not reply.text)
+                    speech = await self._tts.synthesize(
+                        clause,
+                        voice=ctx.options.voice,
+                        speed=ctx.options.speed,
+                        urgent=not reply.text,
+                    )
                 except EngineError as exc:
                     # One unspeakable piece (a stray symbol) must not silence the reply.
                     unspoken.append(str(exc))
@@ -246,3 +277,11 @@ class EchoResponder:
         except asyncio.CancelledError:
             reply.interrupt("client_cancelled")
             raise
+
+    async def reply(self, request: ReplyRequest) -> None:
+        self._ctx.send(
+            events.error(
+                "the echo agent only plays back what it hears; it cannot answer text",
+                code="unsupported_in_echo_mode",
+            )
+        )

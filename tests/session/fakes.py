@@ -85,7 +85,12 @@ class FakeTTS:
         self.amplitude = 0.1  # -20 dBFS
 
     async def synthesize(
-        self, text: str, *, voice: str | None = None, urgent: bool = False
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        urgent: bool = False,
     ) -> Speech:
         await asyncio.sleep(0.01)
         if text in self.refuse or "*" in self.refuse:

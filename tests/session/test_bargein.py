@@ -85,10 +85,14 @@ async def test_the_user_interrupts_and_history_keeps_what_was_heard() -> None:
     barge, _ = sent.at("input_audio_buffer.speech_started", 1)
     cleared, cleared_at = sent.at("output_audio_buffer.cleared")
     assert started < barge < cleared
-    assert kinds(sent)[cleared : cleared + 4] == [
+    assert kinds(sent)[cleared : cleared + 8] == [
         "output_audio_buffer.cleared",
         "conversation.item.truncated",
+        "response.output_audio.done",
         "response.output_audio_transcript.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "conversation.item.done",
         "response.done",
     ]
     assert kinds(sent)[first_done + 1 :].count("response.created") == 1

@@ -31,10 +31,13 @@ async def test_a_speculative_reply_stays_silent_until_the_turn_ends() -> None:
 
     session.feed_audio(silence(300))  # now the silence window is complete
     await wait_for(sent, "response.done")
-    assert kinds(sent)[:4] == [
+    assert kinds(sent)[:7] == [
         "input_audio_buffer.speech_started",
         "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+        "conversation.item.added",
         "conversation.item.input_audio_transcription.completed",
+        "conversation.item.done",
         "response.created",
     ]
     assert audio.writes, "the reply plays once the turn ends"
