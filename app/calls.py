@@ -8,12 +8,14 @@ import gc
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from app import events
 from app.config import Settings
 from app.engines import Engines, load_engines
-from app.errors import NotReady
+from app.errors import NotReady, SignallingError
 from app.rtc.peer import RtcPeer
+from app.session.options import OptionError
 from app.session.pool import Slot, SlotPool
 from app.session.session import Session
 from app.tasks import spawn
@@ -79,8 +81,13 @@ class CallManager:
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.exception("engine loading failed; the server stays up but cannot take calls")
 
-    async def open_webrtc(self, offer_sdp: str) -> tuple[str, str]:
-        """Answer an SDP offer on a fresh slot. Returns (answer_sdp, session_id)."""
+    async def open_webrtc(
+        self, offer_sdp: str, session_config: dict[str, Any] | None = None
+    ) -> tuple[str, str]:
+        """Answer an SDP offer on a fresh slot. Returns (answer_sdp, session_id).
+
+        `session_config` is a Realtime session object, applied as a session.update.
+        """
         if not self.accepting:
             raise NotReady("server is shutting down")
         if self.engines is None:
@@ -95,6 +102,11 @@ class CallManager:
             session = Session(
                 session_id, self.settings, self.engines, peer.outbound, peer.events.send
             )
+            if session_config is not None:
+                try:
+                    session.configure(session_config)
+                except OptionError as exc:
+                    raise SignallingError(f"session config: {exc} ({exc.param})") from exc
             peer.bind(session.feed_audio, session.on_events_open, session.on_client_event)
         except BaseException:
             await peer.close()

@@ -23,6 +23,11 @@ class ServerSettings(BaseModel):
         "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    api_key: str = Field(
+        "",
+        description="If set, /offer, /v1/realtime/calls and the Realtime WebSocket require "
+        "'Authorization: Bearer <api_key>'. Empty: any token, or none, is accepted.",
+    )
     opus_dtx: bool = Field(
         True,
         description="While the agent is silent, send one Opus packet every 400 ms instead "

@@ -24,6 +24,10 @@ class SignallingError(VoiceAgentError):
     type = "invalid_request_error"
 
 
+class Unauthorized(VoiceAgentError):
+    type = "invalid_request_error"
+
+
 class NotReady(VoiceAgentError):
     """Engines are still loading, or the server is shutting down."""
 

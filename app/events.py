@@ -11,8 +11,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from app.config import Settings
-
 Event = dict[str, Any]
 EventSender = Callable[[Event], None]
 
@@ -23,37 +21,6 @@ def new_id(prefix: str) -> str:
 
 def _event(type_: str, **fields: Any) -> Event:
     return {"type": type_, "event_id": new_id("event"), **fields}
-
-
-def session_object(session_id: str, settings: Settings) -> dict[str, Any]:
-    """The GA `realtime.session` object describing this session's configuration."""
-    vad, tts = settings.vad, settings.tts
-    return {
-        "type": "realtime",
-        "object": "realtime.session",
-        "id": session_id,
-        "model": settings.llm.model or "embedded",
-        "output_modalities": ["audio"],
-        "instructions": settings.llm.system_prompt,
-        "audio": {
-            "input": {
-                "format": {"type": "audio/pcm", "rate": 24000},
-                "turn_detection": {
-                    "type": "server_vad",
-                    "prefix_padding_ms": vad.prefix_padding_ms,
-                    "silence_duration_ms": vad.silence_ms,
-                    "create_response": True,
-                    "interrupt_response": False,
-                },
-                "transcription": {"model": "whisper"},
-            },
-            "output": {
-                "format": {"type": "audio/pcm", "rate": 24000},
-                "voice": tts.voice,
-                "speed": tts.speed,
-            },
-        },
-    }
 
 
 def session_created(session: dict[str, Any]) -> Event:
@@ -94,25 +61,20 @@ def response_created(response_id: str) -> Event:
     return _event("response.created", response=_response(response_id, "in_progress", output=[]))
 
 
-def transcript_delta(response_id: str, item_id: str, delta: str) -> Event:
+def _of_part(type_: str, response_id: str, item_id: str, **fields: Any) -> Event:
+    """An event about a reply's one output item and its one (audio) content part."""
     return _event(
-        "response.output_audio_transcript.delta",
-        response_id=response_id,
-        item_id=item_id,
-        output_index=0,
-        content_index=0,
-        delta=delta,
+        type_, response_id=response_id, item_id=item_id, output_index=0, content_index=0, **fields
     )
 
 
+def transcript_delta(response_id: str, item_id: str, delta: str) -> Event:
+    return _of_part("response.output_audio_transcript.delta", response_id, item_id, delta=delta)
+
+
 def transcript_done(response_id: str, item_id: str, transcript: str) -> Event:
-    return _event(
-        "response.output_audio_transcript.done",
-        response_id=response_id,
-        item_id=item_id,
-        output_index=0,
-        content_index=0,
-        transcript=transcript,
+    return _of_part(
+        "response.output_audio_transcript.done", response_id, item_id, transcript=transcript
     )
 
 
@@ -226,35 +188,12 @@ def output_item(state: str, response_id: str, item: dict[str, Any]) -> Event:
 
 def content_part(state: str, response_id: str, item_id: str, transcript: str) -> Event:
     """response.content_part.added / .done."""
-    return _event(
-        f"response.content_part.{state}",
-        response_id=response_id,
-        item_id=item_id,
-        output_index=0,
-        content_index=0,
-        part={"type": "audio", "transcript": transcript},
-    )
-
-
-def audio_delta(response_id: str, item_id: str, delta_b64: str) -> Event:
-    return _event(
-        "response.output_audio.delta",
-        response_id=response_id,
-        item_id=item_id,
-        output_index=0,
-        content_index=0,
-        delta=delta_b64,
-    )
+    part = {"type": "audio", "transcript": transcript}
+    return _of_part(f"response.content_part.{state}", response_id, item_id, part=part)
 
 
 def audio_done(response_id: str, item_id: str) -> Event:
-    return _event(
-        "response.output_audio.done",
-        response_id=response_id,
-        item_id=item_id,
-        output_index=0,
-        content_index=0,
-    )
+    return _of_part("response.output_audio.done", response_id, item_id)
 
 
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:

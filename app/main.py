@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api import errors, health, signalling
+from app.api import errors, health, realtime_calls, signalling
 from app.calls import CallManager
 from app.config import Settings, get_settings
 
@@ -37,6 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.calls = calls
     errors.install(app)
     app.include_router(signalling.router)
+    app.include_router(realtime_calls.router)
     app.include_router(health.router)
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")

@@ -6,7 +6,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.errors import NotReady, SessionLimitReached, SignallingError, VoiceAgentError
+from app.errors import (
+    NotReady,
+    SessionLimitReached,
+    SignallingError,
+    Unauthorized,
+    VoiceAgentError,
+)
 
 
 def error_body(type_: str, message: str) -> dict[str, dict[str, str]]:
@@ -26,6 +32,12 @@ def install(app: FastAPI) -> None:
     async def _not_ready(_: Request, exc: NotReady) -> JSONResponse:
         return JSONResponse(
             error_body(exc.type, str(exc)), status_code=503, headers={"Retry-After": "5"}
+        )
+
+    @app.exception_handler(Unauthorized)
+    async def _unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.type, str(exc)), status_code=401, headers={"WWW-Authenticate": "Bearer"}
         )
 
     @app.exception_handler(SignallingError)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
+from app.api.auth import require_key
 from app.calls import CallManager
 
 router = APIRouter()
@@ -28,7 +29,7 @@ def calls_of(request: Request) -> CallManager:
     return manager
 
 
-@router.post("/offer", response_model=AnswerResponse)
+@router.post("/offer", response_model=AnswerResponse, dependencies=[Depends(require_key)])
 async def offer(body: OfferRequest, request: Request) -> AnswerResponse:
     """Answer a WebRTC offer. 400 bad SDP, 503 pool full (Retry-After) or not ready."""
     answer, session_id = await calls_of(request).open_webrtc(body.sdp)

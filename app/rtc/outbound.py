@@ -25,7 +25,7 @@ DEFAULT_MAX_BUFFER_S = 8.0
 DTX_INTERVAL_S = 0.4
 # How far back output_level_db() looks: the agent's voice reaches a microphone
 # without echo cancellation a few hundred ms after it is sent.
-LEVEL_WINDOW_FRAMES = 25
+LEVEL_WINDOW_S = 0.5
 
 
 class PacingClock:
@@ -97,8 +97,8 @@ class PacedAudioTrack(MediaStreamTrack):
         self._marks: deque[tuple[int, Callable[[], None]]] = deque()
         self.queued_samples = 0  # every sample ever written
         self.played_samples = 0  # every written sample sent (or cleared)
-        # RMS of the last frames sent, for telling the agent's echo from the user.
-        self._levels: deque[float] = deque(maxlen=LEVEL_WINDOW_FRAMES)
+        # (time sent, RMS) of recent voiced frames, for telling the agent's echo from the user.
+        self._levels: deque[tuple[float, float]] = deque(maxlen=int(LEVEL_WINDOW_S * 50))
         self._space = asyncio.Event()
         self._space.set()
         self._drained = asyncio.Event()
@@ -171,8 +171,9 @@ class PacedAudioTrack(MediaStreamTrack):
         return not self._drained.is_set()
 
     def output_level_db(self) -> float:
-        """Loudest frame sent in the last half second, in dBFS (-100 for silence)."""
-        return max(self._levels, default=SILENT_DB)
+        """Loudest frame sent in the last half second, in dBFS (SILENT_DB for none)."""
+        since = time.monotonic() - LEVEL_WINDOW_S
+        return max((db for at, db in self._levels if at >= since), default=SILENT_DB)
 
     async def recv(self) -> av.AudioFrame | av.Packet:
         if self.readyState != "live":
@@ -197,7 +198,8 @@ class PacedAudioTrack(MediaStreamTrack):
             self._drained.set()
             self._queued.clear()
         pcm = chunk.ljust(self._frame_bytes, b"\0") if sent else None
-        self._levels.append(pcm_db(pcm) if pcm is not None else SILENT_DB)
+        if pcm is not None:
+            self._levels.append((time.monotonic(), pcm_db(pcm)))
         if self._opus is not None:
             return self._opus.packet(pcm, pts)
         return self._frame(pcm or bytes(self._frame_bytes), pts)

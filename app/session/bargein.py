@@ -27,7 +27,7 @@ class BargeIn:
         self.confirmed = False  # this utterance is the user, not noise or echo
 
     def update(self, pcm: bytes, detector: TurnDetector, agent_db: float | None) -> bool:
-        """`agent_db`: the reply's output level while one is playing, else None.
+        """`agent_db`: the level of what the agent sent lately, None if it was silent.
 
         Returns True when the user has spoken long enough to interrupt.
         """
@@ -39,13 +39,7 @@ class BargeIn:
         if self._voiced_ms == 0:
             self._began_over_agent = agent_db is not None
         self._voiced_ms = detector.voiced_ms
-        if (
-            not self._guard
-            or agent_db is None
-            or agent_db <= SILENT_DB
-            or new_voiced_ms
-            and pcm_db(pcm) >= agent_db + self._margin_db
-        ):
+        if self._counts(pcm, agent_db, new_voiced_ms):
             self._counted_ms += new_voiced_ms
         if self._counted_ms >= self._min_ms:
             self.confirmed = True

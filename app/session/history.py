@@ -55,10 +55,13 @@ class Message:
     item_id: str = ""
     interrupted: bool = False  # cut short: content is only what was heard
     timeline: tuple[Spoken, ...] = ()
+    heard_ms: float | None = None  # where it was cut; None: heard to the end
 
     @property
     def audio_ms(self) -> float:
-        return self.timeline[-1].end_ms if self.timeline else 0.0
+        """How much of its audio was heard: a truncation can only shrink it."""
+        full = self.timeline[-1].end_ms if self.timeline else 0.0
+        return full if self.heard_ms is None else min(full, self.heard_ms)
 
 
 class History:
@@ -86,7 +89,8 @@ class History:
 
     def truncate(self, message: Message, audio_end_ms: float) -> None:
         """Keep only what was heard of an assistant message up to `audio_end_ms`."""
-        message.content = heard_text(message.timeline, audio_end_ms)
+        message.heard_ms = min(audio_end_ms, message.audio_ms)
+        message.content = heard_text(message.timeline, message.heard_ms)
         message.interrupted = True
 
     def prompt(self, instructions: str | None = None) -> list[ChatMessage]:

@@ -49,6 +49,8 @@ class Reply:
 
     def open(self) -> None:
         """The response becomes visible: response.created, and it can be interrupted."""
+        if self.done or self.created:
+            return
         self.created = True
         ctx = self._ctx
         ctx.reply = self
@@ -173,7 +175,9 @@ class Reply:
             ctx.send(events.item_truncated(self.item_id, round(heard_ms)))
         previous = ctx.history.last_item_id
         if text or interrupted:
-            ctx.history.add(Message("assistant", text, self.item_id, interrupted, self.timeline()))
+            ctx.history.add(
+                Message("assistant", text, self.item_id, interrupted, self.timeline(), heard_ms)
+            )
         item_status = "completed" if status == "completed" else "incomplete"
         item = events.assistant_item(self.item_id, text, item_status)
         ctx.send(events.audio_done(self.response_id, self.item_id))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from app import events
+from app.audio.level import SILENT_DB
 from app.audio.resample import Resampler
 from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
@@ -189,7 +190,9 @@ class Session:
     def _watch_for_barge_in(self, pcm16k: bytes) -> None:
         reply = self._ctx.reply
         audio = self._ctx.audio
-        agent_db = audio.output_level_db() if reply is not None and audio.playing else None
+        # By level, not by whether a reply is queued: echo lags the audio sent.
+        level = audio.output_level_db()
+        agent_db = level if level > SILENT_DB else None
         user_speaking = self._barge_in.update(pcm16k, self.detector, agent_db)
         if user_speaking and reply is not None and self._settings.vad.interrupt_response:
             reply.interrupt("turn_detected")

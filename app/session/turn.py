@@ -221,7 +221,16 @@ class AgentResponder:
         except asyncio.CancelledError:
             reply.interrupt("client_cancelled")  # a no-op if that is what cancelled us
             raise
+        except Exception as exc:  # a bug or an engine failing oddly: still end the reply
+            log.exception("reply crashed", extra={"session_id": ctx.session_id})
+            await open_response()
+            ctx.send(events.error("internal error", type_="server_error", code="internal"))
+            failure = f"internal error: {type(exc).__name__}"
         finally:
+            # Both cancelled before either is awaited: a second cancellation
+            # arriving mid-cleanup must not leave one of them running.
+            producer.cancel()
+            opening.cancel()
             await cancel_task(producer)
             await cancel_task(opening)
         await reply.finish_playing(failure)

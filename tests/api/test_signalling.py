@@ -109,3 +109,36 @@ async def test_full_pool_answers_503_with_retry_after(
         await third.connect()
     finally:
         await third.close()
+
+
+async def test_an_api_key_is_required_once_configured(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--server-api-key", "s3cret")
+    peer = AgentClient(server.url)
+    try:
+        offer = await peer.offer()
+        async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+                response = await http.post(
+                    "/v1/realtime/calls",
+                    content=offer,
+                    headers={"Content-Type": "application/sdp", **headers},
+                )
+                assert response.status_code == 401, headers
+                assert response.headers["www-authenticate"] == "Bearer"
+            refused = await http.post("/offer", json={"sdp": offer, "type": "offer"})
+            assert refused.status_code == 401
+            response = await http.post(
+                "/v1/realtime/calls",
+                content=offer,
+                headers={"Content-Type": "application/sdp", "Authorization": "Bearer s3cret"},
+            )
+            assert response.status_code == 201
+            call_id = response.headers["location"].rsplit("/", 1)[-1]
+            hangup = f"/v1/realtime/calls/{call_id}/hangup"
+            assert (await http.post(hangup)).status_code == 401
+            ok = await http.post(hangup, headers={"Authorization": "Bearer s3cret"})
+            assert ok.status_code == 200
+    finally:
+        await peer.close()

@@ -56,6 +56,7 @@ class FakeLLM:
         self.prompts: list[list[ChatMessage]] = []
         self.closed_early = 0
         self.echo_question = False  # answer "About <the question>, ..." instead
+        self.delay_s = 0.02  # between words
 
     async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
         self.prompts.append(messages)
@@ -66,7 +67,7 @@ class FakeLLM:
         finished = False
         try:
             for word in words:
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(self.delay_s)
                 yield word + " "
             finished = True
         finally:
@@ -83,6 +84,7 @@ class FakeTTS:
         self.refuse: set[str] = set()  # texts it fails on, like an unspeakable symbol
         self.seconds_per_word = 0.025
         self.amplitude = 0.1  # -20 dBFS
+        self.crash_on = ""  # a text it fails on with an unexpected error
 
     async def synthesize(
         self,
@@ -93,6 +95,8 @@ class FakeTTS:
         urgent: bool = False,
     ) -> Speech:
         await asyncio.sleep(0.01)
+        if text == self.crash_on:
+            raise RuntimeError("onnxruntime exploded")
         if text in self.refuse or "*" in self.refuse:
             raise EngineError(f"cannot speak {text!r}")
         samples = int(24_000 * self.seconds_per_word * len(text.split()))

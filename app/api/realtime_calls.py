@@ -1,0 +1,78 @@
+"""OpenAI Realtime's WebRTC call endpoints, as the official SDKs call them.
+
+POST /v1/realtime/calls takes a raw SDP offer (application/sdp) or multipart
+form data with `sdp` and an optional `session` (JSON config, applied before the
+call starts), and answers 201 with the SDP answer and the call's Location.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.datastructures import UploadFile
+
+from app.api.auth import require_key
+from app.api.errors import error_body
+from app.api.signalling import calls_of
+from app.errors import SignallingError
+
+router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
+
+
+@router.post("/calls", status_code=201, response_class=Response)
+async def create_call(request: Request) -> Response:
+    """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
+    sdp, session = await _offer_of(request)
+    answer, session_id = await calls_of(request).open_webrtc(sdp, session)
+    return Response(
+        answer,
+        status_code=201,
+        media_type="application/sdp",
+        headers={"Location": f"/v1/realtime/calls/{session_id}"},
+    )
+
+
+@router.post("/calls/{call_id}/hangup")
+async def hang_up(call_id: str, request: Request) -> Response:
+    return await _end(call_id, request)
+
+
+@router.delete("/calls/{call_id}")
+async def delete_call(call_id: str, request: Request) -> Response:
+    return await _end(call_id, request)
+
+
+async def _end(call_id: str, request: Request) -> Response:
+    if not await calls_of(request).hang_up(call_id):
+        return JSONResponse(
+            error_body("invalid_request_error", f"no call {call_id!r}"), status_code=404
+        )
+    return Response(status_code=200)
+
+
+async def _offer_of(request: Request) -> tuple[str, dict[str, Any] | None]:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("application/sdp"):
+        return (await request.body()).decode("utf-8", errors="replace"), None
+    if not content_type.startswith("multipart/form-data"):
+        raise SignallingError(
+            "send the offer as application/sdp, or as multipart/form-data with an 'sdp' field"
+        )
+    form = await request.form()
+    sdp, session = form.get("sdp"), form.get("session")
+    if sdp is None:
+        raise SignallingError("the form has no 'sdp' field")
+    sdp_text = (await sdp.read()).decode() if isinstance(sdp, UploadFile) else sdp
+    if session is None:
+        return sdp_text, None
+    raw = (await session.read()).decode() if isinstance(session, UploadFile) else session
+    try:
+        config = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SignallingError(f"the 'session' field is not JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise SignallingError("the 'session' field must be a JSON object")
+    return sdp_text, config

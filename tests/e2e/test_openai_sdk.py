@@ -1,0 +1,105 @@
+"""The official openai SDK as the client: calls.create / hangup over HTTP, WebRTC media,
+and every event it receives parsed by the SDK's own models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import AsyncOpenAI
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from app.audio.level import rms_db
+from app.client import AgentClient, load_wav
+from tests.support.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
+
+
+async def test_sdk_call_with_a_text_turn_and_a_spoken_turn_then_hangup(
+    agent_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    peer = AgentClient(agent_server.url)
+    try:
+        raw = await sdk.realtime.calls.with_raw_response.create(
+            sdp=await peer.offer(),
+            session={"type": "realtime", "instructions": "Answer in one short sentence."},
+        )
+        assert raw.status_code == 201
+        location = raw.headers["location"]
+        call_id = location.rsplit("/", 1)[-1]
+        assert location == f"/v1/realtime/calls/{call_id}"
+        answer = raw.parse().text
+        assert answer.startswith("v=0")
+        await peer.accept({"session_id": call_id, "sdp": answer})
+        created = await peer.wait_for("session.created", timeout_s=20)
+        assert created["session"]["instructions"] == "Answer in one short sentence."
+
+        # The smoke test every SDK user runs first: text in, speech out.
+        peer.send(
+            {"type": "conversation.item.create",
+             "item": {"type": "message", "role": "user",
+                      "content": [{"type": "input_text", "text": "Say hello."}]}}
+        )  # fmt: skip
+        peer.send({"type": "response.create"})
+        done = await peer.wait_for("response.done", timeout_s=120)
+        assert done["response"]["status"] == "completed"
+        spoken = peer.recording.audio(since=peer.event_time("response.created"))
+        assert rms_db(spoken) > -50, "the text turn was answered aloud"
+
+        # And a spoken turn.
+        peer.mic.say(load_wav(str(speech("What is the capital of France?"))))
+        done = await peer.wait_for("response.done", count=2, timeout_s=120)
+        assert done["response"]["status"] == "completed"
+        heard = peer.of_type("conversation.item.input_audio_transcription.completed")
+        assert heard and "france" in heard[-1]["transcript"].lower()
+
+        for _, event in peer.events:
+            SERVER_EVENT.validate_python(event)
+
+        await sdk.realtime.calls.hangup(call_id)
+        async with httpx.AsyncClient(timeout=5) as http:
+            pool = (await http.get(f"{agent_server.url}/v1/pool")).json()
+        assert pool["in_use"] == 0, "hanging up freed the slot"
+        with pytest.raises(Exception, match="404"):
+            await sdk.realtime.calls.hangup(call_id)
+    finally:
+        await peer.close()
+        await sdk.close()
+
+
+async def test_calls_take_raw_sdp_and_refuse_bad_input(agent_server: ServerProcess) -> None:
+    peer = AgentClient(agent_server.url)
+    try:
+        async with httpx.AsyncClient(base_url=agent_server.url, timeout=20) as http:
+            response = await http.post(
+                "/v1/realtime/calls",
+                content=await peer.offer(),
+                headers={"Content-Type": "application/sdp", "Authorization": "Bearer x"},
+            )
+            assert response.status_code == 201
+            assert response.headers["content-type"].startswith("application/sdp")
+            call_id = response.headers["location"].rsplit("/", 1)[-1]
+            assert (await http.delete(f"/v1/realtime/calls/{call_id}")).status_code == 200
+
+            bad = [
+                ({"Content-Type": "text/plain"}, b"v=0"),
+                ({"Content-Type": "application/sdp"}, b"hello"),
+            ]
+            for headers, body in bad:
+                response = await http.post("/v1/realtime/calls", content=body, headers=headers)
+                assert response.status_code == 400, response.text
+                assert response.json()["error"]["type"] == "invalid_request_error"
+            response = await http.post(
+                "/v1/realtime/calls",
+                files={"sdp": (None, await peer.offer()), "session": (None, '{"audio": 5}')},
+            )
+            assert response.status_code == 400 and "session" in response.json()["error"]["message"]
+    finally:
+        await peer.close()
