@@ -8,7 +8,9 @@ import gc
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from starlette.websockets import WebSocket
 
 from app import events
 from app.config import Settings
@@ -19,6 +21,7 @@ from app.session.options import OptionError
 from app.session.pool import Slot, SlotPool
 from app.session.session import Session
 from app.tasks import spawn
+from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +39,27 @@ ENDINGS = {
 WATCH_INTERVAL_S = 0.25
 
 
+class Transport(Protocol):
+    """How a call reaches its client: a WebRTC peer or a WebSocket."""
+
+    ended: asyncio.Event
+    watches_media: bool  # silence on the wire means the client is gone
+
+    async def wait_connected(self, timeout_s: float) -> bool: ...
+
+    def last_input_at(self) -> float | None: ...
+
+    def send(self, event: events.Event) -> None: ...
+
+    async def flush(self, timeout_s: float) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Call:
     slot: Slot
-    peer: RtcPeer
+    transport: Transport
     session: Session
     started: float = field(default_factory=time.monotonic)
     supervisor: asyncio.Task[None] | None = None
@@ -88,10 +108,7 @@ class CallManager:
 
         `session_config` is a Realtime session object, applied as a session.update.
         """
-        if not self.accepting:
-            raise NotReady("server is shutting down")
-        if self.engines is None:
-            raise NotReady(self.load_error or "engines are still loading")
+        engines = self._engines_or_refuse()
         session_id = events.new_id("sess")
         slot = self.pool.claim(session_id)
         server = self.settings.server
@@ -99,9 +116,7 @@ class CallManager:
         try:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None
-            session = Session(
-                session_id, self.settings, self.engines, peer.outbound, peer.events.send
-            )
+            session = Session(session_id, self.settings, engines, peer.outbound, peer.send)
             if session_config is not None:
                 try:
                     session.configure(session_config)
@@ -112,17 +127,44 @@ class CallManager:
             await peer.close()
             self.pool.release(slot)
             raise
-        call = Call(slot, peer, session)
-        self._calls[session_id] = call
-        session.start()
-        call.supervisor = spawn(self._supervise(call), f"{session_id}:call")
-        log.info("call answered on slot %d", slot.index, extra={"session_id": session_id})
+        self._start(Call(slot, peer, session))
         return answer, session_id
+
+    async def serve_websocket(self, websocket: WebSocket) -> None:
+        """Run one Realtime session on an accepted WebSocket until it ends."""
+        engines = self._engines_or_refuse()
+        session_id = events.new_id("sess")
+        slot = self.pool.claim(session_id)
+        transport = WsTransport(websocket, session_id)
+        try:
+            session = Session(session_id, self.settings, engines, transport.audio, transport.send)
+        except BaseException:
+            self.pool.release(slot)
+            raise
+        transport.start(session.on_client_event)
+        session.on_events_open()
+        call = self._start(Call(slot, transport, session))
+        assert call.supervisor is not None
+        await asyncio.wait([call.supervisor])
+
+    def _start(self, call: Call) -> Call:
+        self._calls[call.session.id] = call
+        call.session.start()
+        call.supervisor = spawn(self._supervise(call), f"{call.session.id}:call")
+        log.info("call started on slot %d", call.slot.index, extra={"session_id": call.session.id})
+        return call
+
+    def _engines_or_refuse(self) -> Engines:
+        if not self.accepting:
+            raise NotReady("server is shutting down")
+        if self.engines is None:
+            raise NotReady(self.load_error or "engines are still loading")
+        return self.engines
 
     async def _supervise(self, call: Call) -> None:
         reason = "peer_closed"
         try:
-            if not await call.peer.wait_connected(self.settings.pool.connect_timeout_s):
+            if not await call.transport.wait_connected(self.settings.pool.connect_timeout_s):
                 reason = call.stop_reason or "connect_timeout"
                 return
             self.pool.activate(call.slot)
@@ -137,12 +179,13 @@ class CallManager:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(call.stop.wait(), WATCH_INTERVAL_S)
             now = time.monotonic()
-            heard = call.peer.inbound.last_frame_at if call.peer.inbound else None
+            transport = call.transport
             if call.stop.is_set():
                 return call.stop_reason or "hangup"
-            if call.peer.ended.is_set():
+            if transport.ended.is_set():
                 return "peer_closed"
-            if now - (heard or call.started) > pool.media_timeout_s:
+            heard = transport.last_input_at() or call.started
+            if transport.watches_media and now - heard > pool.media_timeout_s:
                 return "media_timeout"
             if now - call.session.last_speech_at > pool.idle_timeout_s:
                 return "idle_timeout"
@@ -157,12 +200,12 @@ class CallManager:
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
         if reason in ENDINGS:
-            call.peer.events.send(
+            call.transport.send(
                 events.error(ENDINGS[reason], type_="invalid_request_error", code=reason)
             )
-            await call.peer.events.flush(timeout_s=0.5)
+            await call.transport.flush(timeout_s=0.5)
         try:
-            await asyncio.wait_for(call.peer.close(), self.settings.pool.drain_timeout_s)
+            await asyncio.wait_for(call.transport.close(), self.settings.pool.drain_timeout_s)
         except TimeoutError:
             stuck.append(f"{session_id}:peer-close")
         self._calls.pop(session_id, None)

@@ -7,6 +7,8 @@ typed SDK parsers accept them. Our one addition is `response.timings_ms` on
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -192,8 +194,31 @@ def content_part(state: str, response_id: str, item_id: str, transcript: str) ->
     return _of_part(f"response.content_part.{state}", response_id, item_id, part=part)
 
 
+def audio_delta(response_id: str, item_id: str, pcm: bytes) -> Event:
+    """WebSocket reply audio: base64 pcm16 mono at 24 kHz."""
+    delta = base64.b64encode(pcm).decode("ascii")
+    return _of_part("response.output_audio.delta", response_id, item_id, delta=delta)
+
+
 def audio_done(response_id: str, item_id: str) -> Event:
     return _of_part("response.output_audio.done", response_id, item_id)
+
+
+def decode_client_event(
+    message: str | bytes, max_bytes: int
+) -> tuple[dict[str, Any] | None, Event | None]:
+    """A client's message as (event, None), or (None, the error event to answer with)."""
+    if isinstance(message, bytes) or len(message) > max_bytes:
+        return None, error(
+            f"events must be JSON text under {max_bytes // 1024} KiB", code="invalid_message"
+        )
+    try:
+        event = json.loads(message)
+    except ValueError as exc:
+        return None, error(f"malformed JSON: {exc}", code="invalid_json")
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None, error("an event is a JSON object with a string 'type'", code="invalid_event")
+    return event, None
 
 
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:

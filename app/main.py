@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api import errors, health, realtime_calls, signalling
+from app.api import errors, health, realtime_calls, realtime_ws, signalling
 from app.calls import CallManager
 from app.config import Settings, get_settings
 
@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)
+    app.include_router(realtime_ws.router)
     app.include_router(health.router)
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")

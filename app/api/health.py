@@ -52,12 +52,18 @@ async def stats(request: Request) -> dict[str, Any]:
 
 @router.get("/v1/config")
 async def client_config(request: Request) -> dict[str, Any]:
-    """What the page needs to connect: ICE servers and the pool size."""
-    settings = calls_of(request).settings
+    """What the page needs: ICE servers, the pool size, and the defaults its settings
+    panel starts from (voices to choose from once the engines are loaded)."""
+    calls = calls_of(request)
+    settings = calls.settings
+    tts = calls.engines.tts if calls.engines is not None else None
     return {
         "ice_servers": [{"urls": url} for url in settings.server.ice_servers],
         "max_sessions": settings.pool.max_sessions,
         "voice": settings.tts.voice,
+        "voices": list(getattr(tts, "voices", None) or [settings.tts.voice]),
+        "speed": settings.tts.speed,
+        "instructions": settings.llm.system_prompt,
         "vad": {
             "silence_ms": settings.vad.silence_ms,
             "interrupt_response": settings.vad.interrupt_response,

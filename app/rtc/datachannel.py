@@ -72,22 +72,11 @@ class EventChannel:
         channel.send(payload)
 
     def _on_message(self, message: str | bytes) -> None:
-        if isinstance(message, bytes) or len(message) > MAX_MESSAGE_BYTES:
-            self.send(
-                events.error("events must be JSON text under 256 KiB", code="invalid_message")
-            )
-            return
-        try:
-            event = json.loads(message)
-        except ValueError as exc:
-            self.send(events.error(f"malformed JSON: {exc}", code="invalid_json"))
-            return
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            self.send(
-                events.error("an event is a JSON object with a string 'type'", code="invalid_event")
-            )
-            return
-        self.on_event(event)
+        event, problem = events.decode_client_event(message, MAX_MESSAGE_BYTES)
+        if problem is not None:
+            self.send(problem)
+        elif event is not None:
+            self.on_event(event)
 
     async def flush(self, timeout_s: float) -> None:
         """Give queued events a chance to leave before the channel closes."""

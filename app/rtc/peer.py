@@ -93,6 +93,17 @@ class RtcPeer:
         elif state in ("failed", "closed"):
             self.ended.set()
 
+    watches_media = True  # a WebRTC microphone sends packets all the time, even in silence
+
+    def last_input_at(self) -> float | None:
+        return self.inbound.last_frame_at if self.inbound is not None else None
+
+    def send(self, event: dict[str, Any]) -> None:
+        self.events.send(event)
+
+    async def flush(self, timeout_s: float) -> None:
+        await self.events.flush(timeout_s)
+
     async def wait_connected(self, timeout_s: float) -> bool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.connected.wait(), timeout_s)

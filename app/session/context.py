@@ -18,7 +18,11 @@ class AudioOut(Protocol):
     """Where reply audio goes: the paced WebRTC track (or, later, a WebSocket)."""
 
     rate: int
-    played_samples: int
+
+    @property
+    def played_samples(self) -> int:
+        """Samples written so far that have gone out (or were cleared)."""
+        ...
 
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""

@@ -109,6 +109,8 @@ class Session:
             self._barge_in = BargeIn(vad)
 
     def on_client_event(self, event: dict[str, Any]) -> None:
+        # A text-only client talks only in events: they count as the user being there.
+        self.last_speech_at = time.monotonic()
         client_events.handle(self, event)
 
     def feed_audio(self, pcm16k: bytes) -> None:

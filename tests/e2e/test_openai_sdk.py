@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 
 from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
+from tests.support.realtime import create_user_text
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -42,11 +43,7 @@ async def test_sdk_call_with_a_text_turn_and_a_spoken_turn_then_hangup(
         assert created["session"]["instructions"] == "Answer in one short sentence."
 
         # The smoke test every SDK user runs first: text in, speech out.
-        peer.send(
-            {"type": "conversation.item.create",
-             "item": {"type": "message", "role": "user",
-                      "content": [{"type": "input_text", "text": "Say hello."}]}}
-        )  # fmt: skip
+        peer.send(create_user_text("Say hello."))
         peer.send({"type": "response.create"})
         done = await peer.wait_for("response.done", timeout_s=120)
         assert done["response"]["status"] == "completed"

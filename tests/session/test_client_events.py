@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from tests.session.fakes import EventLog, FakeLLM, FakeSTT, kinds, make_session, noise, silence
 from tests.session.test_bargein import wait_for_count
+from tests.support.realtime import create_user_text
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
 
@@ -29,11 +30,7 @@ async def test_a_text_turn_gets_a_spoken_reply_with_per_response_instructions() 
     session, sent, audio, engines = make_session()
     assert isinstance(engines.llm, FakeLLM)
     session.on_events_open()
-    session.on_client_event(
-        {"type": "conversation.item.create",
-         "item": {"type": "message", "role": "user",
-                  "content": [{"type": "input_text", "text": "Hello there"}]}}
-    )  # fmt: skip
+    session.on_client_event(create_user_text("Hello there"))
     session.on_client_event({"type": "response.create", "response": {"instructions": "Be kind."}})
     await wait_for_count(sent, "response.done", 1)
     assert sent[sent.at("response.done")[0]]["response"]["status"] == "completed"
@@ -141,11 +138,7 @@ async def test_bad_client_events_get_clear_errors_and_the_session_goes_on() -> N
     assert all(e["error"]["type"] == "invalid_request_error" for e in sent)
     assert_sdk_parses(sent)
     # Still working: a text turn is answered.
-    session.on_client_event(
-        {"type": "conversation.item.create",
-         "item": {"type": "message", "role": "user",
-                  "content": [{"type": "input_text", "text": "Still there?"}]}}
-    )  # fmt: skip
+    session.on_client_event(create_user_text("Still there?"))
     session.on_client_event({"type": "response.create"})
     session.on_client_event({"type": "response.create"})  # one at a time
     await wait_for_count(sent, "response.done", 1)

@@ -1,0 +1,51 @@
+"""OpenAI Realtime over WebSocket: GET /v1/realtime, the same sessions as WebRTC.
+
+Audio comes in as input_audio_buffer.append (base64 pcm16 mono, 24 kHz) and goes
+out as response.output_audio.delta. A full pool is answered with an `error` event
+of type session_limit_reached and close code 1008, as the system this design
+comes from does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect
+
+from app import events
+from app.api.auth import websocket_key_ok
+from app.calls import CallManager
+from app.errors import NotReady, SessionLimitReached
+
+log = logging.getLogger(__name__)
+
+router = APIRouter()
+
+POLICY_VIOLATION = 1008  # what a full pool closes with
+TRY_AGAIN_LATER = 1013
+
+
+@router.websocket("/v1/realtime")
+async def realtime(websocket: WebSocket) -> None:
+    """`?model=` is accepted and ignored: the server runs the model it was started with."""
+    calls: CallManager = websocket.app.state.calls
+    if not websocket_key_ok(websocket, calls.settings.server.api_key):
+        await websocket.close(POLICY_VIOLATION, "missing or wrong API key")
+        return
+    await websocket.accept()
+    try:
+        await calls.serve_websocket(websocket)
+    except SessionLimitReached as exc:
+        await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
+    except NotReady as exc:
+        await _refuse(websocket, exc.type, str(exc), TRY_AGAIN_LATER)
+
+
+async def _refuse(websocket: WebSocket, type_: str, message: str, code: int) -> None:
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        event = events.error(message, type_=type_, code=type_)
+        await websocket.send_text(json.dumps(event))
+        await websocket.close(code, message[:120])

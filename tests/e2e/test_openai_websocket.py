@@ -1,0 +1,134 @@
+"""The Realtime WebSocket with the official openai SDK: the same sessions as WebRTC."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+from openai import AsyncOpenAI
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from app.audio.level import rms_db
+from app.client import AgentClient, load_wav
+from tests.support.realtime import user_text
+from tests.support.server import ServerProcess
+from tests.support.speech import word_error_rate
+
+pytestmark = pytest.mark.e2e
+
+SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
+QUESTION = "What is the capital of France?"
+CHUNK = 2400  # 100 ms at 24 kHz
+
+
+async def events_until(conn: AsyncRealtimeConnection, kind: str) -> list[RealtimeServerEvent]:
+    """Read events, each validated by the SDK's models, up to the first of `kind`."""
+    seen = []
+    while True:
+        raw = await conn.recv_bytes()
+        event = SERVER_EVENT.validate_json(raw)  # strict, where the SDK itself is lenient
+        seen.append(event)
+        if event.type == "error":
+            raise AssertionError(f"server error: {raw!r}")
+        if event.type == kind:
+            return seen
+
+
+def reply_audio(seen: list[Any]) -> np.ndarray:
+    chunks = [base64.b64decode(e.delta) for e in seen if e.type == "response.output_audio.delta"]
+    return np.frombuffer(b"".join(chunks), dtype=np.int16)
+
+
+async def test_sdk_websocket_spoken_turn_and_text_turn(
+    agent_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        await conn.session.update(
+            session={"type": "realtime", "instructions": "Answer in one short sentence.",
+                     "audio": {"input": {"turn_detection": {"type": "server_vad"}}}}
+        )  # fmt: skip
+        updated = (await events_until(conn, "session.updated"))[-1]
+        assert updated.session.instructions == "Answer in one short sentence."  # type: ignore[union-attr]
+
+        pcm = load_wav(str(speech(QUESTION)), rate=24_000)
+        for offset in range(0, len(pcm), CHUNK):
+            chunk = pcm[offset : offset + CHUNK].tobytes()
+            await conn.input_audio_buffer.append(audio=base64.b64encode(chunk).decode())
+        await conn.input_audio_buffer.commit()
+        seen = await events_until(conn, "response.done")
+        kinds = [e.type for e in seen]
+        assert "input_audio_buffer.committed" in kinds
+        heard = [
+            e for e in seen if e.type == "conversation.item.input_audio_transcription.completed"
+        ]
+        assert heard and word_error_rate(QUESTION, heard[0].transcript) <= 0.25
+        assert seen[-1].response.status == "completed"  # type: ignore[union-attr]
+        assert rms_db(reply_audio(seen)) > -50, "the reply came as audio deltas"
+        assert "response.output_audio.done" in kinds
+
+        # Text in, speech out, on the same connection.
+        await conn.conversation.item.create(item=user_text("Say hello."))
+        await conn.response.create()
+        seen = await events_until(conn, "response.done")
+        assert seen[-1].response.status == "completed"  # type: ignore[union-attr]
+        assert rms_db(reply_audio(seen)) > -50
+    await sdk.close()
+
+
+async def test_websocket_bad_input_and_a_full_pool(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--max-sessions", "1")
+    url = server.url.replace("http://", "ws://") + "/v1/realtime?model=x"
+    async with websockets.connect(url) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        await ws.send("{oops")
+        await ws.send(json.dumps({"type": "no.such.event"}))
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": "AAA"}))
+        await ws.send(json.dumps(
+            {"type": "session.update",
+             "session": {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}}}
+        ))  # fmt: skip
+        codes = [json.loads(await ws.recv())["error"]["code"] for _ in range(4)]
+        assert codes == ["invalid_json", "unknown_event", "invalid_audio", "invalid_value"]
+
+        # The one slot is taken: a second client is told so, then closed with 1008.
+        async with websockets.connect(url) as refused:
+            error = json.loads(await refused.recv())
+            assert error["type"] == "error"
+            assert error["error"]["type"] == "session_limit_reached"
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await refused.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+
+        # Both transports share one pool: a WebRTC call is refused too.
+        async with httpx.AsyncClient(timeout=10) as http:
+            busy = await http.post(
+                f"{server.url}/v1/realtime/calls",
+                content=await AgentClient(server.url).offer(),
+                headers={"Content-Type": "application/sdp"},
+            )
+        assert busy.status_code == 503 and busy.headers["retry-after"]
+        assert busy.json()["error"]["type"] == "session_limit_reached"
+
+        # The first session survived all that: echo answers speech sent as audio.
+        tone = (np.sin(np.arange(24_000) * 2 * np.pi * 220 / 24_000) * 8000).astype(np.int16)
+        noise = np.random.default_rng(1).normal(0, 3000, 24_000).astype(np.int16)
+        audio = base64.b64encode((tone + noise).tobytes()).decode()
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
+        await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        kinds = []
+        while "response.done" not in kinds:
+            kinds.append(json.loads(await ws.recv())["type"])
+        assert "response.output_audio.delta" in kinds
