@@ -1,15 +1,32 @@
-// Minimal client: mic -> WebRTC -> server; events on the "oai-events" data channel.
+// The page: microphone -> WebRTC -> server, reply audio back, and the server's
+// events on the "oai-events" data channel (OpenAI Realtime names).
 const $ = (id) => document.getElementById(id);
-const ui = { connect: $("connect"), disconnect: $("disconnect"), state: $("state"),
-  transcript: $("transcript"), latency: $("latency"), error: $("error"), remote: $("remote") };
+const ui = {
+  connect: $("connect"), disconnect: $("disconnect"), state: $("state"), micSelect: $("mic-select"),
+  meterIn: $("meter-in"), meterOut: $("meter-out"), error: $("error"), transcript: $("transcript"),
+  latency: $("latency"), remote: $("remote"), voice: $("voice"), speed: $("speed"),
+  silence: $("silence"), instructions: $("instructions"), settingsForm: $("settings-form"),
+  settingsStatus: $("settings-status"), iceServers: $("ice-servers"),
+};
+const STATE_LABELS = { idle: "disconnected", connecting: "connecting…", listening: "listening",
+  "user-speaking": "you are speaking", thinking: "thinking…", speaking: "speaking" };
+const RECONNECT_DELAYS_S = [1, 2, 4, 8, 15];
+// The server ended the call on purpose: do not dial again by ourselves.
+const FINAL_ENDINGS = new Set(["idle_timeout", "session_expired", "hangup"]);
+const VOICE_RMS = 0.02; // a level above this counts as someone speaking
 
-let pc = null;
-let mic = null;
-const replies = new Map(); // response_id -> element
+let config = null;
+let call = null; // { pc, mic, channel }
+let wanted = false; // the user pressed Connect and has not pressed Disconnect
+let attempt = 0;
+let retryTimer = null;
+const replies = new Map(); // response_id -> transcript element
+const levels = { in: null, out: null, audio: null, lastVoiceAt: 0 };
+const turn = { userEndedAt: null, awaitingVoice: false, v2vMs: null, server: {} };
 
-function setState(state, label = state) {
+function setState(state) {
   ui.state.dataset.state = state;
-  ui.state.textContent = label;
+  ui.state.textContent = STATE_LABELS[state] || state;
 }
 
 function showError(message) {
@@ -18,22 +35,29 @@ function showError(message) {
 }
 
 function addTurn(role, text) {
+  ui.transcript.querySelector(".hint")?.remove();
   const el = document.createElement("p");
   el.className = `turn ${role}`;
   el.textContent = text;
   ui.transcript.append(el);
-  el.scrollIntoView({ block: "end" });
+  el.scrollIntoView({ block: "end", behavior: "smooth" });
   return el;
 }
 
+// --- events from the server -------------------------------------------------
 function onEvent(event) {
   switch (event.type) {
-    case "input_audio_buffer.speech_started": setState("user-speaking", "you are speaking"); break;
-    case "input_audio_buffer.speech_stopped": setState("thinking"); break;
+    case "session.updated": ui.settingsStatus.textContent = "Settings applied."; break;
+    case "input_audio_buffer.speech_started": setState("user-speaking"); break;
+    case "input_audio_buffer.speech_stopped":
+      setState("thinking");
+      turn.userEndedAt = levels.lastVoiceAt || performance.now();
+      turn.awaitingVoice = true;
+      break;
     case "conversation.item.input_audio_transcription.completed":
       if (event.transcript) addTurn("user", event.transcript);
       break;
-    case "response.created": replies.set(event.response.id, null); break;
+    case "output_audio_buffer.started": setState("speaking"); break;
     case "response.output_audio_transcript.delta": {
       let el = replies.get(event.response_id);
       if (!el) { el = addTurn("assistant", ""); replies.set(event.response_id, el); }
@@ -43,67 +67,242 @@ function onEvent(event) {
     }
     case "response.done": {
       const el = replies.get(event.response.id);
-      if (el && event.response.status === "cancelled") el.classList.add("interrupted");
-      showLatency(event.response.timings_ms || {});
+      if (el && event.response.status === "cancelled") {
+        el.classList.add("interrupted");
+        el.title = "You interrupted this reply; only what you heard is kept.";
+      }
+      turn.server = event.response.timings_ms || {};
+      showLatency();
       setState("listening");
       break;
     }
-    case "error": showError(event.error.message); break;
+    case "error": onServerError(event.error); break;
   }
 }
 
-function showLatency(timings) {
-  const parts = Object.entries(timings).map(([stage, ms]) => `${stage.replaceAll("_", " ")} ${Math.round(ms)} ms`);
-  ui.latency.textContent = parts.length ? `Server, from end of speech: ${parts.join(" · ")}` : "";
+function onServerError(error) {
+  if (FINAL_ENDINGS.has(error.code)) wanted = false;
+  showError(error.message);
+}
+
+function showLatency() {
+  const parts = [];
+  if (turn.v2vMs !== null) parts.push(`<strong>voice to voice ${(turn.v2vMs / 1000).toFixed(2)} s</strong> (measured here)`);
+  const stages = Object.entries(turn.server).map(([stage, ms]) => `${stage.replaceAll("_", " ")} ${Math.round(ms)} ms`);
+  if (stages.length) parts.push(`server, from end of speech: ${stages.join(" · ")}`);
+  ui.latency.innerHTML = parts.join("<br>");
+}
+
+// --- level meters (WebAudio AnalyserNode) ----------------------------------
+function analyser(stream) {
+  levels.audio = levels.audio || new AudioContext();
+  const node = levels.audio.createAnalyser();
+  node.fftSize = 1024;
+  levels.audio.createMediaStreamSource(stream).connect(node);
+  return node;
+}
+
+function rms(node) {
+  if (!node) return 0;
+  const data = new Float32Array(node.fftSize);
+  node.getFloatTimeDomainData(data);
+  return Math.sqrt(data.reduce((sum, x) => sum + x * x, 0) / data.length);
+}
+
+function showLevel(meter, level) {
+  meter.value = Math.min(1, level * 4);
+  meter.dataset.peak = Math.max(Number(meter.dataset.peak), level).toFixed(4);
+}
+
+setInterval(() => {
+  const now = performance.now();
+  const input = rms(levels.in), output = rms(levels.out);
+  showLevel(ui.meterIn, input);
+  showLevel(ui.meterOut, output);
+  if (input > VOICE_RMS) levels.lastVoiceAt = now;
+  if (turn.awaitingVoice && output > VOICE_RMS) {
+    turn.awaitingVoice = false;
+    turn.v2vMs = now - turn.userEndedAt;
+    showLatency();
+  }
+}, 20);
+
+// --- connecting -------------------------------------------------------------
+async function loadConfig() {
+  config = await (await fetch("/v1/config")).json();
+  ui.voice.replaceChildren(...config.voices.map((name) => new Option(name, name, false, name === config.voice)));
+  ui.speed.value = config.speed;
+  ui.silence.value = config.vad.silence_ms;
+  ui.instructions.value = config.instructions;
+  const urls = config.ice_servers.map((server) => server.urls);
+  if (urls.length) ui.iceServers.textContent = urls.join(", ");
+}
+
+async function openMic() {
+  const deviceId = ui.micSelect.value;
+  return navigator.mediaDevices.getUserMedia({
+    audio: { echoCancellation: true, noiseSuppression: true, ...(deviceId ? { deviceId: { exact: deviceId } } : {}) },
+  });
+}
+
+async function listMics() {
+  const chosen = ui.micSelect.value;
+  const mics = (await navigator.mediaDevices.enumerateDevices()).filter((d) => d.kind === "audioinput");
+  ui.micSelect.replaceChildren(new Option("default", ""),
+    ...mics.filter((d) => d.deviceId && d.deviceId !== "default")
+      .map((d, i) => new Option(d.label || `microphone ${i + 1}`, d.deviceId, false, d.deviceId === chosen)));
 }
 
 async function connect() {
+  clearTimeout(retryTimer);
+  wanted = true;
   showError("");
   ui.connect.disabled = true;
+  ui.disconnect.disabled = false;
   setState("connecting");
   try {
-    const config = await (await fetch("/v1/config")).json();
-    mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true } });
-    pc = new RTCPeerConnection({ iceServers: config.ice_servers });
+    if (!config) await loadConfig();
+    const mic = await openMic();
+    await listMics();
+    const pc = new RTCPeerConnection({ iceServers: config.ice_servers });
+    call = { pc, mic, channel: null };
     mic.getTracks().forEach((track) => pc.addTrack(track, mic));
-    pc.ontrack = (e) => { ui.remote.srcObject = e.streams[0] || new MediaStream([e.track]); };
+    levels.in = analyser(mic);
+    pc.ontrack = (e) => {
+      const stream = e.streams[0] || new MediaStream([e.track]);
+      ui.remote.srcObject = stream; // Chrome feeds WebAudio from a remote track only while it plays
+      levels.out = analyser(stream);
+    };
     const channel = pc.createDataChannel("oai-events");
+    call.channel = channel;
     channel.onmessage = (m) => onEvent(JSON.parse(m.data));
-    channel.onopen = () => setState("listening");
+    channel.onopen = () => { attempt = 0; setState("listening"); sendSettings(); };
+    channel.onclose = () => { if (call && call.channel === channel) dropped("the connection to the server closed"); };
     pc.onconnectionstatechange = () => {
-      if (pc && ["failed", "closed"].includes(pc.connectionState)) { showError(`connection ${pc.connectionState}`); disconnect(); }
+      if (call?.pc === pc && pc.connectionState === "failed") dropped("the connection failed (ICE): check the network or the TURN settings");
     };
     await pc.setLocalDescription(await pc.createOffer());
     await waitForIce(pc);
     const res = await fetch("/offer", { method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer" }) });
-    const body = await res.json();
-    if (!res.ok) throw new Error(body.error ? body.error.message : `server answered ${res.status}`);
+    const body = await res.json().catch(() => ({}));
+    if (res.status === 503 && body.error?.type === "session_limit_reached") {
+      const wait = Number(res.headers.get("Retry-After")) || 2;
+      return busy(wait);
+    }
+    if (!res.ok) throw new Error(body.error ? body.error.message : `the server answered ${res.status}`);
     await pc.setRemoteDescription({ type: "answer", sdp: body.sdp });
-    ui.disconnect.disabled = false;
   } catch (err) {
-    showError(err.name === "NotAllowedError" ? "Microphone permission was denied." : String(err.message || err));
-    disconnect();
+    if (err.name === "NotAllowedError") {
+      wanted = false;
+      teardown();
+      return showError("Microphone permission was denied. Allow it for this site in the browser's settings, then press Connect.");
+    }
+    if (err.name === "NotFoundError") { wanted = false; teardown(); return showError("No microphone was found."); }
+    if (err instanceof TypeError) return dropped("cannot reach the server");
+    dropped(String(err.message || err));
   }
+}
+
+// Waiting to dial again: Connect stays pressed, Disconnect gives up.
+function waiting() {
+  setState("connecting");
+  ui.connect.disabled = true;
+  ui.disconnect.disabled = false;
+}
+
+function busy(waitS) {
+  teardown();
+  waiting();
+  const all = config.max_sessions === 1 ? "The one conversation this server takes is" : `All ${config.max_sessions} conversations are`;
+  let left = waitS;
+  const tick = () => {
+    if (!wanted) return;
+    if (left <= 0) return connect();
+    showError(`${all} busy, retrying in ${left} s.`);
+    left -= 1;
+    retryTimer = setTimeout(tick, 1000);
+  };
+  tick();
+}
+
+// The call broke (or could not start): say why, then try again while the user wants it.
+function dropped(reason) {
+  teardown();
+  if (!wanted) return;
+  const delay = RECONNECT_DELAYS_S[Math.min(attempt, RECONNECT_DELAYS_S.length - 1)];
+  attempt += 1;
+  showError(`${reason[0].toUpperCase()}${reason.slice(1)}; reconnecting in ${delay} s.`);
+  waiting();
+  retryTimer = setTimeout(() => { if (wanted) connect(); }, delay * 1000);
 }
 
 function waitForIce(peer) {
   if (peer.iceGatheringState === "complete") return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => { if (peer.iceGatheringState === "complete") resolve(); };
-    peer.addEventListener("icegatheringstatechange", done);
+    peer.addEventListener("icegatheringstatechange", () => { if (peer.iceGatheringState === "complete") resolve(); });
     setTimeout(resolve, 2000); // host candidates are enough on a LAN
   });
 }
 
-function disconnect() {
-  if (pc) pc.close();
-  if (mic) mic.getTracks().forEach((t) => t.stop());
-  pc = null; mic = null;
+function teardown() {
+  const old = call;
+  call = null;
+  if (old) {
+    old.pc.close();
+    old.mic.getTracks().forEach((t) => t.stop());
+  }
+  levels.in = levels.out = null;
+  turn.awaitingVoice = false;
   ui.connect.disabled = false;
   ui.disconnect.disabled = true;
-  setState("idle", "disconnected");
+  setState("idle");
+}
+
+function disconnect() {
+  wanted = false;
+  clearTimeout(retryTimer);
+  teardown();
+  showError("");
+}
+
+// --- settings and devices ---------------------------------------------------
+function settings() {
+  return {
+    type: "realtime",
+    instructions: ui.instructions.value,
+    audio: {
+      output: { voice: ui.voice.value, speed: Number(ui.speed.value) },
+      input: { turn_detection: { type: "server_vad", silence_duration_ms: Number(ui.silence.value) } },
+    },
+  };
+}
+
+function sendSettings() {
+  if (call?.channel?.readyState !== "open") {
+    ui.settingsStatus.textContent = "Saved; sent when you connect.";
+    return;
+  }
+  ui.settingsStatus.textContent = "Applying…";
+  call.channel.send(JSON.stringify({ type: "session.update", session: settings() }));
+}
+
+async function switchMic() {
+  if (!call) return;
+  try {
+    const mic = await openMic();
+    const sender = call.pc.getSenders().find((s) => s.track?.kind === "audio");
+    await sender.replaceTrack(mic.getAudioTracks()[0]);
+    call.mic.getTracks().forEach((t) => t.stop());
+    call.mic = mic;
+    levels.in = analyser(mic);
+  } catch (err) {
+    showError(`Could not switch microphone: ${err.message || err}`);
+  }
 }
 
 ui.connect.addEventListener("click", connect);
 ui.disconnect.addEventListener("click", disconnect);
+ui.micSelect.addEventListener("change", switchMic);
+ui.settingsForm.addEventListener("submit", (e) => { e.preventDefault(); sendSettings(); });
+loadConfig().catch(() => showError("Cannot reach the server."));

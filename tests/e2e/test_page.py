@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,17 +17,22 @@ pytestmark = pytest.mark.e2e
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 QUESTION = "What is the capital of France?"
 OUTPUT = REPO / "test-output"
+# Record every state the indicator shows, however briefly.
+WATCH_STATES = """() => { window.seenStates = [];
+  const el = document.getElementById('state');
+  new MutationObserver(() => window.seenStates.push(el.dataset.state))
+    .observe(el, {attributes: true, childList: true, subtree: true}); }"""
 
 
 @pytest.fixture
-async def browser_page(tmp_path: Path, speech: Callable[[str], Path]) -> AsyncIterator[object]:
+async def browser(speech: Callable[[str], Path]) -> AsyncIterator[Any]:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (make test installs it)")
     from playwright.async_api import async_playwright
 
     wav = speech(QUESTION)
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
+        launched = await playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=[
                 "--no-sandbox",
@@ -43,38 +49,91 @@ async def browser_page(tmp_path: Path, speech: Callable[[str], Path]) -> AsyncIt
                 "--disable-features=WebRtcHideLocalIpsWithMdns",
             ],  # fmt: skip
         )
-        context = await browser.new_context(viewport={"width": 900, "height": 760})
-        page = await context.new_page()
         try:
-            yield page
+            yield launched
         finally:
-            await browser.close()
+            await launched.close()
 
 
-async def test_talking_to_the_page(agent_server: ServerProcess, browser_page) -> None:  # type: ignore[no-untyped-def]
-    page = browser_page
+async def new_page(browser: Any, width: int = 900, height: int = 820) -> Any:
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    return await context.new_page()
+
+
+async def test_talking_to_the_page(agent_server: ServerProcess, browser: Any) -> None:
+    page = await new_page(browser)
     await page.goto(agent_server.url)
-    # Record every state the indicator shows, however briefly.
-    await page.evaluate(
-        """() => { window.seenStates = [];
-        const el = document.getElementById('state');
-        new MutationObserver(() => window.seenStates.push(el.dataset.state))
-          .observe(el, {attributes: true, childList: true, subtree: true}); }"""
-    )
+    await page.evaluate(WATCH_STATES)
+    # Settings chosen before connecting are sent as session.update once the channel opens.
+    await page.click("#settings summary")
+    await page.wait_for_function("document.querySelector('#voice').options.length > 0")
+    await page.fill("#silence", "520")
+    await page.click("#apply")
+    assert "sent when you connect" in await page.inner_text("#settings-status")
+    await page.click("#settings summary")
+
     await page.click("#connect")
     user = page.locator("#transcript .turn.user").first
     await user.wait_for(timeout=60_000)
     heard = await user.inner_text()
     assert word_error_rate(QUESTION, heard) <= 0.25, heard
-    agent = page.locator("#transcript .turn.assistant").first
-    await agent.wait_for(timeout=60_000)
     await page.wait_for_function(
-        "document.querySelector('#latency').textContent.includes('ms')", timeout=60_000
+        "document.querySelector('#state').dataset.state === 'speaking'", timeout=60_000
     )
     OUTPUT.mkdir(exist_ok=True)
+    await page.screenshot(path=str(OUTPUT / "page-speaking.png"), full_page=True)
+    await page.wait_for_function(
+        "document.querySelector('#latency').textContent.includes('voice to voice')",
+        timeout=60_000,
+    )
+    await page.wait_for_function(
+        "document.querySelector('#state').dataset.state === 'listening'", timeout=60_000
+    )
     await page.screenshot(path=str(OUTPUT / "page-conversation.png"), full_page=True)
+
+    agent = page.locator("#transcript .turn.assistant").first
     assert (await agent.inner_text()).strip()
     assert "speaking" in await page.evaluate("window.seenStates")
+    assert float(await page.get_attribute("#meter-out", "data-peak")) > 0.01, "heard the reply"
+    assert float(await page.get_attribute("#meter-in", "data-peak")) > 0.01, "heard the mic"
+    latency = await page.inner_text("#latency")
+    assert "voice to voice" in latency and "first frame sent" in latency, latency
+    status = await page.text_content("#settings-status")  # inside the closed panel
+    assert status == "Settings applied.", (status, await page.inner_text("#error"))
     assert await page.locator("#error").is_hidden()
+
+    await page.set_viewport_size({"width": 390, "height": 780})  # a phone
+    await page.screenshot(path=str(OUTPUT / "page-mobile.png"), full_page=True)
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "nothing overflows sideways at phone width"
     await page.click("#disconnect")
     assert await page.locator("#state").get_attribute("data-state") == "idle"
+
+
+async def test_a_busy_pool_is_shown_and_retried(
+    start_server: Callable[..., ServerProcess], browser: Any
+) -> None:
+    server = start_server("--agent", "echo", "--max-sessions", "1")
+    first, second = await new_page(browser), await new_page(browser)
+    await first.goto(server.url)
+    await first.click("#connect")
+    await first.wait_for_function(
+        "document.querySelector('#state').dataset.state === 'listening'", timeout=20_000
+    )
+    await second.goto(server.url)
+    await second.click("#connect")
+    await second.wait_for_function(
+        "document.querySelector('#error').textContent.includes('busy')", timeout=20_000
+    )
+    message = await second.inner_text("#error")
+    assert "busy, retrying in" in message, message
+    assert await second.is_disabled("#connect") and await second.is_enabled("#disconnect")
+    OUTPUT.mkdir(exist_ok=True)
+    await second.screenshot(path=str(OUTPUT / "page-busy.png"), full_page=True)
+    # The slot frees up: the waiting page gets in by itself.
+    await first.click("#disconnect")
+    await second.wait_for_function(
+        "document.querySelector('#state').dataset.state === 'listening'", timeout=30_000
+    )
+    assert await second.locator("#error").is_hidden()
+    await second.click("#disconnect")
