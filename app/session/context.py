@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class AudioOut(Protocol):
-    """Where reply audio goes: the paced WebRTC track (or, later, a WebSocket)."""
+    """Where reply audio goes: the paced WebRTC track or a WebSocket's delta events."""
 
     rate: int
 
