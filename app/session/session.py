@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 # keeps talking while a reply is still running, the oldest waiting one is dropped
 # (and the client told).
 TURN_QUEUE_SIZE = 2
-# With turn detection off, audio waits for input_audio_buffer.commit; beyond
-# vad.max_utterance_s the oldest is dropped.
+# With turn detection off, audio waits for input_audio_buffer.commit (beyond
+# vad.max_utterance_s the oldest is dropped); a commit needs at least this much.
 MIN_COMMIT_MS = 100
 
 
@@ -190,13 +190,15 @@ class Session:
         self._enqueue(ReplyRequest(self.id, instructions))
 
     def _watch_for_barge_in(self, pcm16k: bytes) -> None:
-        reply = self._ctx.reply
-        audio = self._ctx.audio
-        # By level, not by whether a reply is queued: echo lags the audio sent.
-        level = audio.output_level_db()
+        vad = self.options.vad
+        assert vad is not None  # feed_audio only gets here with turn detection on
+        # By level, not by whether a reply is queued: echo lags the audio sent. Only
+        # the echo guard weighs it, so the per-frame path skips it otherwise.
+        level = self._ctx.audio.output_level_db() if vad.echo_guard else SILENT_DB
         agent_db = level if level > SILENT_DB else None
         user_speaking = self._barge_in.update(pcm16k, self.detector, agent_db)
-        if user_speaking and reply is not None and self._settings.vad.interrupt_response:
+        reply = self._ctx.reply
+        if user_speaking and reply is not None and vad.interrupt_response:
             reply.interrupt("turn_detected")
 
     def interrupt(self, reason: str) -> bool:
