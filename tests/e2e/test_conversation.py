@@ -11,11 +11,9 @@ from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
 from app.session.timings import STAGES
 from tests.support.server import ServerProcess
-from tests.support.speech import transcribe, word_error_rate, words
+from tests.support.speech import QUESTION, transcribe, word_error_rate, words
 
 pytestmark = pytest.mark.e2e
-
-QUESTION = "What is the capital of France?"
 
 
 async def test_a_spoken_question_gets_a_spoken_answer(

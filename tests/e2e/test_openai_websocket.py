@@ -21,12 +21,11 @@ from app.audio.level import rms_db
 from app.client import AgentClient, load_wav
 from tests.support.realtime import user_text
 from tests.support.server import ServerProcess
-from tests.support.speech import word_error_rate
+from tests.support.speech import QUESTION, word_error_rate
 
 pytestmark = pytest.mark.e2e
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
-QUESTION = "What is the capital of France?"
 CHUNK = 2400  # 100 ms at 24 kHz
 
 

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from tests.support.server import REPO, ServerProcess
-from tests.support.speech import word_error_rate
+from tests.support.speech import QUESTION, word_error_rate
 
 pytestmark = pytest.mark.e2e
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-QUESTION = "What is the capital of France?"
 OUTPUT = REPO / "test-output"
 # Record every state the indicator shows, however briefly.
 WATCH_STATES = """() => { window.seenStates = [];
