@@ -35,9 +35,9 @@ system-deps:
 	fi
 
 lint: setup
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
-	$(BIN)/mypy app
+	$(BIN)/ruff check app clients tests bench
+	$(BIN)/ruff format --check app clients tests bench
+	$(BIN)/mypy app clients
 
 unit: setup
 	$(BIN)/python -m pytest -m "not e2e"

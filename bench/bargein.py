@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from app.client import AgentClient, load_wav
 from bench.latency import percentile
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
 

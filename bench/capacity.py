@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.client import AgentClient, load_wav
 from bench.latency import PROMPTS, cpu_s, percentile, run_concurrent
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 
-from app.client import AgentClient, load_wav
 from app.session.timings import STAGES
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.client import AgentClient, load_wav
+from clients import AgentClient, load_wav
 from tests.api.test_signalling import wait_pool_in_use
 from tests.support.server import ServerProcess
 

@@ -16,10 +16,10 @@ import httpx
 import pytest
 import uvicorn
 
-from app.client import AgentClient, load_wav
 from app.config import PoolSettings, Settings
 from app.main import create_app
 from app.session.turn import EchoResponder, UserTurn
+from clients import AgentClient, load_wav
 from tests.support.server import free_port
 
 STUCK_FOR_S = 2.5

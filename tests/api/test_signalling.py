@@ -9,7 +9,7 @@ import httpx
 import pytest
 from aiortc import RTCPeerConnection
 
-from app.client import AgentClient
+from clients import AgentClient
 from tests.support.server import ServerProcess
 
 

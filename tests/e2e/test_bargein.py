@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.client import load_wav
 from bench.bargein import INTERRUPTION, LONG_QUESTION, barge_in, confirm_window_ms
+from clients import load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import word_error_rate
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.audio.level import rms_db
-from app.client import AgentClient, load_wav
 from app.session.timings import STAGES
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, transcribe, word_error_rate, words
 

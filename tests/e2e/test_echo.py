@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.audio.level import rms_db
-from app.client import AgentClient, load_wav
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.audio.level import rms_db
-from app.client import AgentClient, load_wav
+from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import transcribe, word_error_rate, words
 

@@ -13,7 +13,7 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from app.audio.level import rms_db
-from app.client import AgentClient, load_wav
+from clients import AgentClient, load_wav
 from tests.support.realtime import create_user_text
 from tests.support.server import ServerProcess
 

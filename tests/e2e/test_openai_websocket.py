@@ -18,7 +18,7 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from app.audio.level import rms_db
-from app.client import AgentClient, load_wav
+from clients import AgentClient, load_wav
 from tests.support.realtime import user_text
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, word_error_rate

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.audio.resample import Resampler
-from app.client import load_wav
 from app.config import SttSettings
 from app.engines.stt import WhisperSTT
+from clients import load_wav
 from tests.support.speech import word_error_rate
 
 SENTENCES = ["How are you today?", "Please turn on the lights in the kitchen."]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.audio.resample import Resampler
-from app.client import RATE, load_wav
+from clients import RATE, load_wav
 
 # The question the end-to-end tests ask when they check what the server heard.
 # Whisper tiny.en hears this espeak-ng sentence exactly wherever the VAD cuts

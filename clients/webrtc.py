@@ -1,18 +1,15 @@
-"""A headless aiortc client for this server: plays a WAV as its microphone,
+"""A headless aiortc client for the agent server: plays a WAV as its microphone,
 records the agent's voice, and collects the data-channel events.
 
-Tests and bench/ use it; it is also a quick way to smoke-test a deployment:
-`python -m app.client http://host:8000 question.wav`.
+The tests and bench/ use it; it is also a quick check of a deployment:
+`python -m clients http://host:8000 question.wav`.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
 import time
-import wave
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -23,30 +20,12 @@ import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-from app.audio.resample import Resampler
 from app.rtc.jitter import release_audio_promptly
+from clients.wav import RATE
 
-RATE = 48_000
 FRAME = RATE // 50  # 20 ms
 # Reply audio louder than this counts as the agent speaking (s16 peak).
 VOICE_PEAK = 300
-
-
-def load_wav(path: str, rate: int = RATE) -> np.ndarray:
-    """Any mono/stereo s16 WAV, as mono int16 at `rate`."""
-    with wave.open(path, "rb") as wav:
-        channels, width, source_rate = wav.getnchannels(), wav.getsampwidth(), wav.getframerate()
-        data = wav.readframes(wav.getnframes())
-    if width != 2:
-        raise ValueError(f"{path}: expected 16-bit PCM, got {8 * width}-bit")
-    samples = (
-        np.frombuffer(data, dtype=np.int16).reshape(-1, channels).mean(axis=1).astype(np.int16)
-    )
-    if source_rate == rate:
-        return samples
-    resampler = Resampler(rate)
-    out = resampler.pcm(samples, source_rate) + resampler.flush()
-    return np.frombuffer(out, dtype=np.int16)
 
 
 class WavMicrophone(MediaStreamTrack):
@@ -239,25 +218,3 @@ class AgentClient:
         await self.pc.close()
         if self._reader is not None:
             await asyncio.wait([self._reader], timeout=2)
-
-
-async def _main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="Say a WAV to the agent and print the events.")
-    parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:8000")
-    parser.add_argument("wav", help="16-bit WAV to speak")
-    parser.add_argument("--timeout", type=float, default=60.0)
-    args = parser.parse_args(argv)
-    client = AgentClient(args.url)
-    try:
-        await client.connect()
-        client.mic.say(load_wav(args.wav))
-        done = await client.wait_for("response.done", timeout_s=args.timeout)
-        for _, event in client.events:
-            sys.stdout.write(json.dumps(event) + "\n")
-        return 0 if done["response"]["status"] == "completed" else 1
-    finally:
-        await client.close()
-
-
-if __name__ == "__main__":
-    sys.exit(asyncio.run(_main(sys.argv[1:])))
