@@ -1,26 +1,26 @@
-"""Command line: every setting is a flag, `--<section>-<field>`, plus a few short aliases."""
+"""Command line: every setting is a flag, `--<section>-<field>`, plus a few short aliases.
+
+pydantic-settings' own CLI source parses the flags (`--pool.max-sessions` is its
+spelling); the shortcuts below add ours, so both work.
+"""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_settings import CliSettingsSource
 
 from app.config import Settings
 
 # The contract in DESIGN.md: `python -m app --host ... --port ... --max-sessions ...`.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "server.host": ("--host",),
-    "server.port": ("--port",),
-    "pool.max_sessions": ("--max-sessions",),
-    "server.log_level": ("--log-level",),
+ALIASES: dict[str, str] = {
+    "server.host": "host",
+    "server.port": "port",
+    "pool.max_sessions": "max-sessions",
+    "server.log_level": "log-level",
 }
-
-
-def _flag(path: str) -> str:
-    return "--" + path.replace(".", "-").replace("_", "-")
 
 
 def _fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any]]:
@@ -34,31 +34,37 @@ def _fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="voice-agent",
-        description="WebRTC voice agent server. Flags override VOICE_* environment and .env.",
-        argument_default=argparse.SUPPRESS,
-    )
-    for path, field in _fields(Settings):
-        flags = [*ALIASES.get(path, ()), _flag(path)]
-        default = field.get_default(call_default_factory=True)
-        help_text = f"{field.description or ''} (default: {default!r})".strip()
-        parser.add_argument(*flags, dest=path, metavar=path.split(".")[-1].upper(), help=help_text)
-    return parser
+def flag(path: str) -> str:
+    """`pool.max_sessions` -> `--pool-max-sessions`."""
+    return "--" + path.replace(".", "-").replace("_", "-")
+
+
+def _shortcuts() -> dict[str, list[str]]:
+    """Extra names per flag, keyed by the CLI source's own (kebab-case, dotted) name."""
+    shortcuts: dict[str, list[str]] = {}
+    for path, _ in _fields(Settings):
+        names = [flag(path)[2:]] if "." in path else []
+        if path in ALIASES:
+            names.append(ALIASES[path])
+        if names:
+            shortcuts[path.replace("_", "-")] = names
+    return shortcuts
 
 
 def settings_from_args(argv: Sequence[str] | None = None) -> Settings:
-    """Environment and .env first, then flags on top; pydantic validates the strings."""
-    namespace = vars(build_parser().parse_args(argv))
-    overrides: dict[str, Any] = {}
-    for path, value in namespace.items():
-        node = overrides
-        *sections, leaf = path.split(".")
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[leaf] = value
-    return Settings(**overrides)
+    """Defaults < .env < environment < flags; pydantic validates the strings.
+
+    `argv` None reads sys.argv. A malformed command line exits with status 2, as
+    argparse does; a bad value raises ValidationError.
+    """
+    source: CliSettingsSource[Settings] = CliSettingsSource(
+        Settings,
+        cli_prog_name="voice-agent",
+        cli_parse_args=True if argv is None else list(argv),
+        cli_kebab_case=True,
+        cli_shortcuts=_shortcuts(),
+    )
+    return Settings(_cli_settings_source=source)
 
 
 def env_example() -> str:

@@ -123,6 +123,12 @@ class VadSettings(BaseModel):
         "agent's output level, to interrupt (-10: no more than 10 dB quieter).",
     )
 
+    @field_validator("frame_ms", mode="before")
+    @classmethod
+    def _frame_ms_from_text(cls, value: Any) -> Any:
+        # Flags and environment values arrive as text; a Literal of ints does not coerce.
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
     @model_validator(mode="after")
     def _whole_frames(self) -> VadSettings:
         for name in (

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.cli import _fields, build_parser, env_example, settings_from_args
+from app.cli import ALIASES, _fields, env_example, flag, settings_from_args
 from app.config import Settings
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
@@ -42,10 +42,46 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.vad.aggressiveness == 1  # untouched by flags, still from env
 
 
-def test_every_setting_is_a_flag() -> None:
-    parser = build_parser()
-    known = {action.dest for action in parser._actions}
-    assert {path for path, _ in _fields(Settings)} <= known
+def test_every_setting_is_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `--<section>-<field>` (and each short alias) sets its field: given a value
+    other than the default, the parsed settings carry it."""
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    for path, field in _fields(Settings):
+        default = field.get_default(call_default_factory=True)
+        value = OTHER_VALUES.get(path, _other(default))
+        for name in (flag(path), *(["--" + ALIASES[path]] if path in ALIASES else [])):
+            parsed = settings_from_args([name, str(value)])
+            expected = [value] if isinstance(default, list) else value
+            assert _get(parsed, path) == expected != _get(defaults, path), name
+
+
+# Values the plain rule in _other() would make invalid.
+OTHER_VALUES: dict[str, object] = {
+    "agent": "echo",
+    "server.ice_servers": "stun:stun.example:3478",
+    "server.log_level": "debug",
+    "vad.frame_ms": 10,
+    "vad.aggressiveness": 3,
+    "stt.min_window_s": 20.0,
+    "llm.temperature": 0.5,
+    "tts.speed": 1.5,
+    "stt.beam_size": 2,
+}
+
+
+def _other(default: object) -> object:
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int | float):
+        return default * 2 if default else 1
+    return f"{default}-x" if default else "x"
+
+
+def _get(settings: Settings, path: str) -> object:
+    node: object = settings
+    for part in path.split("."):
+        node = getattr(node, part)
+    return node
 
 
 @pytest.mark.parametrize(
