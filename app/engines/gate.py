@@ -6,9 +6,12 @@ import asyncio
 import heapq
 import itertools
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
+
+from app.errors import EndOfStream
 
 T = TypeVar("T")
 
@@ -81,5 +84,79 @@ class Gate:
         finally:
             self._release()
 
+    async def stream(
+        self, produce: Callable[[], Iterator[T]], *, ahead: int, priority: int = 1
+    ) -> AsyncGenerator[T, None]:
+        """Run a blocking generator on the gate and yield its items on the loop.
+
+        The worker runs at most `ahead` items ahead of the reader, then blocks:
+        a slow reader slows the engine instead of letting it take the cores the
+        reader needs. Closing the iterator stops the worker at its next item and
+        holds the slot until the worker is out of the engine.
+        """
+        await self._acquire(priority)
+        bridge: _Bridge[T] = _Bridge(asyncio.get_running_loop(), ahead)
+        worker = asyncio.get_running_loop().run_in_executor(self._executor, bridge.pump, produce)
+        try:
+            while True:
+                try:
+                    item = await bridge.get()
+                except EndOfStream:
+                    break
+                yield item
+        finally:
+            bridge.stop()
+            try:
+                await asyncio.wait([worker])
+            finally:
+                self._release()
+        await worker  # re-raises what the generator raised
+
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+_END = object()
+
+
+class _Bridge(Generic[T]):
+    """Items from one worker thread to one reader on the loop, at most `ahead` in flight.
+
+    The worker takes a permit per item and the reader returns it, so the
+    loop-side queue can never hold more than `ahead` items (its bound); stop()
+    hands the worker a permit so it wakes, sees the stop and returns.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ahead: int) -> None:
+        self._loop = loop
+        self._permits = threading.Semaphore(ahead)
+        self._items: asyncio.Queue[object] = asyncio.Queue(maxsize=ahead + 1)
+        self._stopped = threading.Event()
+
+    def pump(self, produce: Callable[[], Iterator[T]]) -> None:
+        """Runs in the worker thread."""
+        iterator = produce()
+        try:
+            for item in iterator:
+                self._permits.acquire()
+                if self._stopped.is_set():
+                    return
+                self._loop.call_soon_threadsafe(self._items.put_nowait, item)
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+            # The end marker needs no permit: the queue keeps one place for it.
+            if not self._stopped.is_set():
+                self._loop.call_soon_threadsafe(self._items.put_nowait, _END)
+
+    async def get(self) -> T:
+        item = await self._items.get()
+        if item is _END:
+            raise EndOfStream("the generator finished")
+        self._permits.release()
+        return item  # type: ignore[return-value]
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._permits.release()

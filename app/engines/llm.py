@@ -2,25 +2,22 @@
 
 Both yield text deltas. Closing the iterator early (a cancelled turn) ends the
 generation: the HTTP stream is closed, so vLLM aborts the request; the
-embedded worker stops at the next token.
+embedded worker stops at its next token and frees its gate.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
+import contextlib
 import json
 import logging
-import threading
 import time
 from collections.abc import AsyncGenerator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypedDict
 
 import httpx
 
 from app.config import LlmSettings
-from app.engines.gate import default_threads
+from app.engines.gate import Gate, default_threads
 from app.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -155,7 +152,7 @@ def bundled_gguf_path() -> str:
 
 
 class LlamaCppLLM:
-    """llama.cpp in-process. One generation at a time: a Llama context is not re-entrant."""
+    """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
 
     def __init__(self, settings: LlmSettings) -> None:
         from llama_cpp import Llama
@@ -170,9 +167,8 @@ class LlamaCppLLM:
             n_threads=settings.n_threads or default_threads(),
             verbose=False,
         )
-        self._lock = asyncio.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm")
-        for _ in self._tokens([{"role": "user", "content": "Hi"}], threading.Event(), 2):
+        self._gate = Gate("llm", 1)
+        for _ in self._tokens([{"role": "user", "content": "Hi"}], 2):
             pass  # warm up: first decode pays for buffer allocation
         log.info(
             "llm loaded: llama.cpp %s (n_ctx=%d) on cpu in %.2fs",
@@ -181,9 +177,7 @@ class LlamaCppLLM:
             time.perf_counter() - started,
         )
 
-    def _tokens(
-        self, messages: list[ChatMessage], stop: threading.Event, max_tokens: int
-    ) -> Iterator[str]:
+    def _tokens(self, messages: list[ChatMessage], max_tokens: int) -> Iterator[str]:
         chunks = self._llama.create_chat_completion(
             messages=list(messages),  # type: ignore[arg-type]
             stream=True,
@@ -191,52 +185,24 @@ class LlamaCppLLM:
             temperature=self._settings.temperature,
         )
         for chunk in chunks:
-            if stop.is_set():
-                return
             delta = _choice_delta(chunk)  # type: ignore[arg-type]
             if delta:
                 yield delta
 
     async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
-        loop = asyncio.get_running_loop()
         # A few tokens of slack only: when the reader (TTS) falls behind, the
         # worker blocks instead of racing ahead and taking the cores TTS needs.
-        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=TOKEN_QUEUE_SIZE)
-        stop = threading.Event()
-
-        def hand_over(item: object) -> bool:
-            """Put from the worker thread, waiting for room; False once stopped."""
-            future = asyncio.run_coroutine_threadsafe(queue.put(item), loop)
-            while not stop.is_set():
-                try:
-                    future.result(timeout=0.05)
-                    return True
-                except concurrent.futures.TimeoutError:
-                    continue
-            future.cancel()
-            return False
-
-        def produce() -> None:
+        tokens = self._gate.stream(
+            lambda: self._tokens(messages, self._settings.max_tokens), ahead=TOKEN_QUEUE_SIZE
+        )
+        async with contextlib.aclosing(tokens):
             try:
-                for delta in self._tokens(messages, stop, self._settings.max_tokens):
-                    if not hand_over(delta):
-                        return
-            except Exception as exc:  # handed to the consumer below
-                hand_over(exc)
-                return
-            hand_over(_DONE)
-
-        async with self._lock:
-            worker = loop.run_in_executor(self._executor, produce)
-            try:
-                while (item := await queue.get()) is not _DONE:
-                    if isinstance(item, Exception):
-                        raise EngineError(f"llama.cpp failed: {item!r}") from item
-                    yield str(item)
-            finally:
-                stop.set()
-                # Hold the lock until the worker is out of llama.cpp.
-                await asyncio.wait([worker])
+                async for delta in tokens:
+                    yield delta
+            except EngineError:
+                raise
+            except Exception as exc:
+                raise EngineError(f"llama.cpp failed: {exc!r}") from exc
 
     async def aclose(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._gate.close()

@@ -3,6 +3,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
+
+import pytest
 
 from app.engines.gate import Gate
 
@@ -46,4 +49,44 @@ async def test_a_cancelled_waiter_does_not_lose_the_slot() -> None:
     # The slot came back: a new call runs at once.
     await asyncio.wait_for(gate.run(time.sleep, 0), 1)
     assert gate.waiting == 0
+    gate.close()
+
+
+async def test_a_stream_runs_ahead_only_so_far_and_stops_when_closed() -> None:
+    gate = Gate("test", 1)
+    made: list[int] = []
+    finished = threading.Event()
+
+    def numbers() -> Iterator[int]:
+        try:
+            for n in range(100):
+                made.append(n)
+                yield n
+        finally:
+            finished.set()
+
+    stream = gate.stream(numbers, ahead=2)
+    assert await anext(stream) == 0
+    await asyncio.sleep(0.05)
+    assert len(made) <= 4, "the worker waits for the reader"
+    await stream.aclose()
+    assert finished.is_set(), "closing stopped the generator in its thread"
+    # The slot is free again, and a whole stream goes through with its order kept.
+    assert [n async for n in gate.stream(lambda: iter(range(10)), ahead=2)] == list(range(10))
+    gate.close()
+
+
+async def test_a_stream_passes_on_the_generators_error() -> None:
+    gate = Gate("test", 1)
+
+    def failing() -> Iterator[str]:
+        yield "one"
+        raise RuntimeError("engine broke")
+
+    got: list[str] = []
+    with pytest.raises(RuntimeError, match="engine broke"):
+        async for item in gate.stream(failing, ahead=2):
+            got.append(item)
+    assert got == ["one"]
+    assert await asyncio.wait_for(gate.run(time.sleep, 0), 1) is None
     gate.close()
