@@ -1,32 +1,47 @@
-"""Binds a transport peer, a pool slot and a Session into one call, and ends it cleanly."""
+"""Binds a transport, a dialect, a pool slot and a Session into one call, and ends it cleanly.
+
+A call is made of:
+- a transport, how the client is reached (an aiortc peer, a WebSocket);
+- a dialect, how the client talks (the OpenAI Realtime events, app/realtime),
+  which drives the Session with verbs and words its messages. Telephony media
+  streams and SIP call control are the next dialects; they plug in beside
+  Realtime here, with a transport of their own, and drive the same Session;
+- the Session, the conversation itself, on a slot of the pool.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from starlette.websockets import WebSocket
 
-from app import events
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.errors import NotReady, SignallingError
+from app.ids import new_id
+from app.realtime.dialect import RealtimeDialect
+from app.realtime.session_config import PARAMS
+from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.peer import RtcPeer
-from app.session.options import OptionError
+from app.session.messages import SessionMessage
+from app.session.options import OptionChanges
 from app.session.pool import Slot, SlotPool
+from app.session.refusals import OptionError
+from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import Session
 from app.tasks import spawn
+from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
 
 
-# Why a call ended, as sent to the client in the final `error` event's code.
+# Why a call ended, as its dialect tells the client at the end.
 ENDINGS = {
     "connect_timeout": "the peer did not connect in time",
     "media_timeout": "no audio arrived from the peer",
@@ -35,8 +50,6 @@ ENDINGS = {
     "hangup": "the call was hung up",
     "shutdown": "the server is shutting down",
 }
-# How often the supervisor looks at a call's clocks.
-WATCH_INTERVAL_S = 0.25
 
 
 class Transport(Protocol):
@@ -49,17 +62,30 @@ class Transport(Protocol):
 
     def last_input_at(self) -> float | None: ...
 
-    def send(self, event: events.Event) -> None: ...
-
-    async def flush(self, timeout_s: float) -> None: ...
+    async def flush(self, timeout_s: float) -> None:
+        """Give what is queued for the client a chance to leave."""
+        ...
 
     async def close(self) -> None: ...
+
+
+class Dialect(Protocol):
+    """How a call's client talks. It drives the Session with verbs; these are the rest."""
+
+    def deliver(self, message: SessionMessage) -> None:
+        """A message from the session, to word for the client."""
+        ...
+
+    def call_ended(self, code: str, message: str) -> None:
+        """The call is over (a code from ENDINGS): the last thing the client hears."""
+        ...
 
 
 @dataclass(slots=True)
 class Call:
     slot: Slot
     transport: Transport
+    dialect: Dialect
     session: Session
     started: float = field(default_factory=time.monotonic)
     supervisor: asyncio.Task[None] | None = None
@@ -77,22 +103,34 @@ class CallManager:
         self.pool = SlotPool(
             settings.pool.max_sessions, settings.pool.retry_after_s, settings.pool.quarantine_s
         )
-        self.engines: Engines | None = None
+        self.responder: Responder | None = None  # set once the engines are loaded
+        self._engines: Engines | None = None
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
 
     @property
     def ready(self) -> bool:
-        return self.engines is not None and self.accepting
+        return self.responder is not None and self.accepting
 
     @property
     def active_calls(self) -> int:
         return len(self._calls)
 
+    @property
+    def model(self) -> str:
+        return self.settings.llm.model or "embedded"
+
     async def load(self) -> None:
+        """Load the engines once for every call, and choose what answers: agent or echo."""
         try:
-            self.engines = await load_engines(self.settings)
+            if self.settings.agent == "echo":
+                log.info("agent=echo: no models loaded; utterances are played back")
+                self.responder = EchoResponder()
+            else:
+                self._engines = await load_engines(self.settings)
+                first_words = self.settings.tts.first_chunk_words
+                self.responder = AgentResponder(self._engines, first_chunk_words=first_words)
             # The engines live as long as the process: keep the cyclic GC from
             # re-scanning their objects, so the collections below stay sub-ms.
             gc.collect()
@@ -102,48 +140,65 @@ class CallManager:
             log.exception("engine loading failed; the server stays up but cannot take calls")
 
     async def open_webrtc(
-        self, offer_sdp: str, session_config: dict[str, Any] | None = None
+        self, offer_sdp: str, changes: OptionChanges | None = None
     ) -> tuple[str, str]:
-        """Answer an SDP offer on a fresh slot. Returns (answer_sdp, session_id).
+        """Answer an SDP offer on a fresh slot; the data channel speaks Realtime.
 
-        `session_config` is a Realtime session object, applied as a session.update.
+        Returns (answer_sdp, session_id). `changes` configure the session first.
         """
-        engines = self._engines_or_refuse()
-        session_id = events.new_id("sess")
+        responder = self._responder_or_refuse()
+        session_id = new_id("sess")
         slot = self.pool.claim(session_id)
         server = self.settings.server
         peer = RtcPeer(session_id, server.ice_servers, dtx=server.opus_dtx)
         try:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None
-            session = Session(session_id, self.settings, engines, peer.outbound, peer.send)
-            if session_config is not None:
+            dialect = RealtimeDialect(peer.events, model=self.model, webrtc=True)
+            session = Session(
+                session_id,
+                self.settings,
+                responder,
+                peer.outbound,
+                dialect.deliver,
+                output_level=peer.outbound.output_level_db,
+            )
+            dialect.attach(session)
+            if changes is not None:
                 try:
-                    session.configure(session_config)
+                    session.configure(changes)
                 except OptionError as exc:
-                    raise SignallingError(f"session config: {exc} ({exc.param})") from exc
-            peer.bind(session.feed_audio, session.on_events_open, session.on_client_event)
+                    param = PARAMS.get(exc.option, exc.option)
+                    raise SignallingError(f"session config: {exc} ({param})") from exc
+            peer.bind(session.push_audio, dialect.opened, dialect.receive)
         except BaseException:
             await peer.close()
             self.pool.release(slot)
             raise
-        self._start(Call(slot, peer, session))
+        self._start(Call(slot, peer, dialect, session))
         return answer, session_id
 
     async def serve_websocket(self, websocket: WebSocket) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
-        engines = self._engines_or_refuse()
-        session_id = events.new_id("sess")
+        responder = self._responder_or_refuse()
+        session_id = new_id("sess")
         slot = self.pool.claim(session_id)
         transport = WsTransport(websocket, session_id)
+        dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
+
+        async def push(pcm: bytes) -> None:
+            await transport.send_when_room(dialect.audio_delta(pcm))
+
         try:
-            session = Session(session_id, self.settings, engines, transport.audio, transport.send)
+            playout = SocketPlayout(session_id, REALTIME_RATE, push)
+            session = Session(session_id, self.settings, responder, playout, dialect.deliver)
         except BaseException:
             self.pool.release(slot)
             raise
-        transport.start(session.on_client_event)
-        session.on_events_open()
-        call = self._start(Call(slot, transport, session))
+        dialect.attach(session)
+        transport.start(dialect.receive)
+        dialect.opened()
+        call = self._start(Call(slot, transport, dialect, session))
         assert call.supervisor is not None
         await asyncio.wait([call.supervisor])
 
@@ -154,12 +209,12 @@ class CallManager:
         log.info("call started on slot %d", call.slot.index, extra={"session_id": call.session.id})
         return call
 
-    def _engines_or_refuse(self) -> Engines:
+    def _responder_or_refuse(self) -> Responder:
         if not self.accepting:
             raise NotReady("server is shutting down")
-        if self.engines is None:
+        if self.responder is None:
             raise NotReady(self.load_error or "engines are still loading")
-        return self.engines
+        return self.responder
 
     async def _supervise(self, call: Call) -> None:
         reason = "peer_closed"
@@ -173,24 +228,40 @@ class CallManager:
             await self._end(call, reason)
 
     async def _watch(self, call: Call) -> str:
-        """Wait for the call to end; return why."""
+        """Wait for the call to end; return why.
+
+        Sleeps until the stop is asked for, the peer goes, or the nearest clock
+        runs out; a clock that moved meanwhile (new audio, new speech) is simply
+        waited for again.
+        """
+        stopped = asyncio.create_task(call.stop.wait(), name=f"{call.session.id}:stop")
+        gone = asyncio.create_task(call.transport.ended.wait(), name=f"{call.session.id}:gone")
+        try:
+            while True:
+                reason, deadline = self._next_clock(call)
+                wait_s = deadline - time.monotonic()
+                if wait_s <= 0:
+                    return reason
+                await asyncio.wait({stopped, gone}, timeout=wait_s, return_when="FIRST_COMPLETED")
+                if call.stop.is_set():
+                    return call.stop_reason or "hangup"
+                if call.transport.ended.is_set():
+                    return "peer_closed"
+        finally:
+            stopped.cancel()
+            gone.cancel()
+
+    def _next_clock(self, call: Call) -> tuple[str, float]:
+        """The clock that runs out first, and when (time.monotonic)."""
         pool = self.settings.pool
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(call.stop.wait(), WATCH_INTERVAL_S)
-            now = time.monotonic()
-            transport = call.transport
-            if call.stop.is_set():
-                return call.stop_reason or "hangup"
-            if transport.ended.is_set():
-                return "peer_closed"
-            heard = transport.last_input_at() or call.started
-            if transport.watches_media and now - heard > pool.media_timeout_s:
-                return "media_timeout"
-            if now - call.session.last_speech_at > pool.idle_timeout_s:
-                return "idle_timeout"
-            if now - call.started > pool.max_session_s:
-                return "session_expired"
+        clocks = [
+            ("idle_timeout", call.session.last_active_at + pool.idle_timeout_s),
+            ("session_expired", call.started + pool.max_session_s),
+        ]
+        if call.transport.watches_media:
+            heard = call.transport.last_input_at() or call.started
+            clocks.append(("media_timeout", heard + pool.media_timeout_s))
+        return min(clocks, key=lambda clock: clock[1])
 
     async def _end(self, call: Call, reason: str) -> None:
         """Drain, then free the slot: cancel the work, tell the client, close the peer."""
@@ -200,12 +271,11 @@ class CallManager:
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
         if reason in ENDINGS:
-            call.transport.send(
-                events.error(ENDINGS[reason], type_="invalid_request_error", code=reason)
-            )
+            call.dialect.call_ended(reason, ENDINGS[reason])
             await call.transport.flush(timeout_s=0.5)
         try:
-            await asyncio.wait_for(call.transport.close(), self.settings.pool.drain_timeout_s)
+            async with asyncio.timeout(self.settings.pool.drain_timeout_s):
+                await call.transport.close()
         except TimeoutError:
             stuck.append(f"{session_id}:peer-close")
         self._calls.pop(session_id, None)
@@ -240,6 +310,7 @@ class CallManager:
         if supervisors:
             await asyncio.wait(supervisors, timeout=self.settings.pool.drain_timeout_s + 1)
         self.pool.close()
-        engines, self.engines = self.engines, None
+        self.responder = None
+        engines, self._engines = self._engines, None
         if engines is not None:
             await engines.aclose()

@@ -18,7 +18,7 @@ router = APIRouter()
 async def healthz(request: Request) -> JSONResponse:
     """200 once the engines are loaded."""
     calls = calls_of(request)
-    if calls.engines is None:
+    if calls.responder is None:
         state = "failed" if calls.load_error else "loading"
         return JSONResponse({"status": state, "error": calls.load_error}, status_code=503)
     return JSONResponse({"status": "ok", "agent": calls.settings.agent})
@@ -56,12 +56,12 @@ async def client_config(request: Request) -> dict[str, Any]:
     panel starts from (voices to choose from once the engines are loaded)."""
     calls = calls_of(request)
     settings = calls.settings
-    tts = calls.engines.tts if calls.engines is not None else None
+    voices = calls.responder.voices if calls.responder is not None else ()
     return {
         "ice_servers": [{"urls": url} for url in settings.server.ice_servers],
         "max_sessions": settings.pool.max_sessions,
         "voice": settings.tts.voice,
-        "voices": list(getattr(tts, "voices", None) or [settings.tts.voice]),
+        "voices": list(voices or [settings.tts.voice]),
         "speed": settings.tts.speed,
         "instructions": settings.llm.system_prompt,
         "vad": {

@@ -7,17 +7,17 @@ call starts), and answers 201 with the SDP answer and the call's Location.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from app.api.auth import require_key
 from app.api.errors import error_body
 from app.api.signalling import calls_of
 from app.errors import SignallingError
+from app.realtime.session_config import SessionConfig, to_changes
+from app.session.options import OptionChanges
 
 router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
 
@@ -53,7 +53,7 @@ async def _end(call_id: str, request: Request) -> Response:
     return Response(status_code=200)
 
 
-async def _offer_of(request: Request) -> tuple[str, dict[str, Any] | None]:
+async def _offer_of(request: Request) -> tuple[str, OptionChanges | None]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/sdp"):
         return (await request.body()).decode("utf-8", errors="replace"), None
@@ -70,9 +70,12 @@ async def _offer_of(request: Request) -> tuple[str, dict[str, Any] | None]:
         return sdp_text, None
     raw = (await session.read()).decode() if isinstance(session, UploadFile) else session
     try:
-        config = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SignallingError(f"the 'session' field is not JSON: {exc}") from exc
-    if not isinstance(config, dict):
-        raise SignallingError("the 'session' field must be a JSON object")
-    return sdp_text, config
+        config = SessionConfig.model_validate_json(raw)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise SignallingError(
+            f"the 'session' field is not a valid session object: {where or 'session'}: "
+            f"{problem['msg']}"
+        ) from exc
+    return sdp_text, to_changes(config)

@@ -15,10 +15,10 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from app import events
 from app.api.auth import websocket_key_ok
 from app.calls import CallManager
 from app.errors import NotReady, SessionLimitReached
+from app.realtime import server_events as events
 
 log = logging.getLogger(__name__)
 

@@ -16,27 +16,19 @@ from app.errors import EngineError
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Engines:
-    """None everywhere in echo mode, which needs no models."""
-
-    stt: SpeechToText | None = None
-    llm: ChatLLM | None = None
-    tts: TextToSpeech | None = None
+    stt: SpeechToText
+    llm: ChatLLM
+    tts: TextToSpeech
 
     async def aclose(self) -> None:
-        if self.stt:
-            self.stt.close()
-        if self.tts:
-            self.tts.close()
-        if self.llm:
-            await self.llm.aclose()
+        self.stt.close()
+        self.tts.close()
+        await self.llm.aclose()
 
 
 async def load_engines(settings: Settings) -> Engines:
-    if settings.agent == "echo":
-        log.info("agent=echo: no models loaded; utterances are played back")
-        return Engines()
     started = time.perf_counter()
     # Sequential on purpose: parallel loads fight over the same cores and the
     # log then tells nothing about which one is slow.

@@ -1,18 +1,17 @@
-"""The `oai-events` data channel: JSON events both ways, never buffered without limit."""
+"""The `oai-events` data channel: text messages both ways, never buffered without limit.
+
+What the messages say is the dialect's business (app/realtime); this only moves them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from aiortc import RTCDataChannel
-
-from app import events
 
 log = logging.getLogger(__name__)
 
@@ -21,18 +20,19 @@ EVENTS_LABEL = "oai-events"
 PENDING_EVENTS = 64
 # Past this much unsent data the peer is not reading; drop what is only cosmetic.
 HIGH_WATER_BYTES = 1 << 20
-DROPPABLE_SUFFIX = ".delta"
 MAX_MESSAGE_BYTES = 256 * 1024
 
 
 class EventChannel:
+    max_message_bytes = MAX_MESSAGE_BYTES
+
     def __init__(self, session_id: str) -> None:
         self._session_id = session_id
         self._channel: RTCDataChannel | None = None
         self._pending: deque[str] = deque(maxlen=PENDING_EVENTS)
         self.dropped = 0
         self.on_open: Callable[[], None] = lambda: None
-        self.on_event: Callable[[dict[str, Any]], None] = lambda event: None
+        self.on_message: Callable[[str | bytes], None] = lambda data: None
 
     def attach(self, channel: RTCDataChannel) -> None:
         if channel.label != EVENTS_LABEL:
@@ -41,11 +41,14 @@ class EventChannel:
             )
             return
         self._channel = channel
-        channel.on("message", self._on_message)
+        channel.on("message", self._received)
         if channel.readyState == "open":
             self._opened()
         else:
             channel.on("open", self._opened)
+
+    def _received(self, data: str | bytes) -> None:
+        self.on_message(data)
 
     def _opened(self) -> None:
         assert self._channel is not None
@@ -53,15 +56,14 @@ class EventChannel:
             self._channel.send(self._pending.popleft())
         self.on_open()
 
-    def send(self, event: events.Event) -> None:
-        payload = json.dumps(event, separators=(",", ":"))
+    def send_text(self, text: str, *, droppable: bool = False) -> None:
         channel = self._channel
         if channel is None or channel.readyState == "connecting":
-            self._pending.append(payload)
+            self._pending.append(text)
             return
         if channel.readyState != "open":
             return
-        if channel.bufferedAmount > HIGH_WATER_BYTES and event["type"].endswith(DROPPABLE_SUFFIX):
+        if droppable and channel.bufferedAmount > HIGH_WATER_BYTES:
             if not self.dropped:
                 log.warning(
                     "peer is not reading its events; dropping deltas",
@@ -69,14 +71,7 @@ class EventChannel:
                 )
             self.dropped += 1
             return
-        channel.send(payload)
-
-    def _on_message(self, message: str | bytes) -> None:
-        event, problem = events.decode_client_event(message, MAX_MESSAGE_BYTES)
-        if problem is not None:
-            self.send(problem)
-        elif event is not None:
-            self.on_event(event)
+        channel.send(text)
 
     async def flush(self, timeout_s: float) -> None:
         """Give queued events a chance to leave before the channel closes."""
@@ -87,7 +82,8 @@ class EventChannel:
         channel.bufferedAmountLowThreshold = 0
         channel.once("bufferedamountlow", drained.set)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(drained.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await drained.wait()
 
     def close(self) -> None:
         if self._channel is not None and self._channel.readyState == "open":

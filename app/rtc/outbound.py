@@ -162,9 +162,6 @@ class PacedAudioTrack(MediaStreamTrack):
     async def wait_drained(self) -> None:
         await self._drained.wait()
 
-    def begin(self, response_id: str, item_id: str) -> None:
-        """RTP needs no labels: which reply is playing is told on the data channel."""
-
     @property
     def playing(self) -> bool:
         """Written audio is still waiting to be sent."""
@@ -180,7 +177,8 @@ class PacedAudioTrack(MediaStreamTrack):
             raise MediaStreamError
         if self._dtx and self._opus is not None and self._opus.settled and not self._buffer:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._queued.wait(), DTX_INTERVAL_S)
+                async with asyncio.timeout(DTX_INTERVAL_S):
+                    await self._queued.wait()
             if self.readyState != "live":
                 raise MediaStreamError
             self._clock.skip_idle()

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from aiortc import (
     RTCConfiguration,
@@ -67,11 +66,11 @@ class RtcPeer:
         self,
         on_pcm: Callable[[bytes], None],
         on_open: Callable[[], None],
-        on_event: Callable[[dict[str, Any]], None],
+        on_message: Callable[[str | bytes], None],
     ) -> None:
-        """Route inbound audio and events to a session; starts reading the mic."""
+        """Route inbound audio (16 kHz PCM) and event-channel messages; starts reading the mic."""
         self.events.on_open = on_open
-        self.events.on_event = on_event
+        self.events.on_message = on_message
         if self._mic is None:
             raise SignallingError("the offer carried no audio track to listen to")
         self.inbound = InboundAudio(self._mic, on_pcm)
@@ -98,15 +97,13 @@ class RtcPeer:
     def last_input_at(self) -> float | None:
         return self.inbound.last_frame_at if self.inbound is not None else None
 
-    def send(self, event: dict[str, Any]) -> None:
-        self.events.send(event)
-
     async def flush(self, timeout_s: float) -> None:
         await self.events.flush(timeout_s)
 
     async def wait_connected(self, timeout_s: float) -> bool:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.connected.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self.connected.wait()
         return self.connected.is_set() and not self.ended.is_set()
 
     async def close(self) -> None:

@@ -65,9 +65,8 @@ class Message:
 
 
 class History:
-    def __init__(self, system_prompt: str, max_messages: int) -> None:
-        self.system_prompt = system_prompt
-        # Oldest messages fall off first; the system prompt is never dropped.
+    def __init__(self, max_messages: int) -> None:
+        # Oldest messages fall off first; the system prompt is not one of them.
         self._messages: deque[Message] = deque(maxlen=max_messages)
 
     def add(self, message: Message) -> None:
@@ -93,15 +92,13 @@ class History:
         message.content = heard_text(message.timeline, message.heard_ms)
         message.interrupted = True
 
-    def prompt(self, instructions: str | None = None) -> list[ChatMessage]:
-        """What the LLM sees: interrupted replies exactly as far as they were heard.
-
-        `instructions` replaces the system prompt for one response.
-        """
+    def prompt(self, instructions: str) -> list[ChatMessage]:
+        """What the LLM sees: the instructions as its system prompt, then the
+        conversation, with interrupted replies exactly as far as they were heard."""
         said: list[ChatMessage] = [
             {"role": m.role, "content": m.content} for m in self._messages if m.content
         ]
-        return [{"role": "system", "content": instructions or self.system_prompt}, *said]
+        return [{"role": "system", "content": instructions}, *said]
 
     def messages(self) -> list[Message]:
         return list(self._messages)

@@ -1,55 +1,55 @@
-"""A session's own configuration, changed by `session.update`, described in its events.
-
-Starts from the server's settings; a client may change instructions, the voice
-and its speed, turn detection and transcription for its session only.
-"""
+"""A session's own configuration: it starts from the server's settings, and a client
+may change instructions, the voice and its speed, turn detection and transcript
+reporting for its session only."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from pydantic import ValidationError
 
 from app.config import Settings, VadSettings
+from app.session.refusals import OptionError
 
-INPUT_FORMAT = {"type": "audio/pcm", "rate": 24000}
-OUTPUT_FORMAT = {"type": "audio/pcm", "rate": 24000}
-
-
-class OptionError(ValueError):
-    """A session.update the server cannot honour; `param` names the field."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
+T = TypeVar("T")
 
 
-def aggressiveness_for(threshold: float) -> int:
-    """OpenAI's server_vad threshold (0..1, higher needs louder speech) onto webrtcvad's
-    four modes: [0, .25) -> 0, [.25, .5) -> 1, [.5, .75) -> 2, [.75, 1] -> 3.
-    The default 0.5 gives mode 2, the server's default."""
-    return min(3, max(0, int(threshold * 4)))
+@dataclass(frozen=True, slots=True)
+class TurnDetectionChange:
+    """Changes to automatic turn detection; None leaves a value as it is."""
+
+    silence_ms: int | None = None
+    prefix_padding_ms: int | None = None
+    aggressiveness: int | None = None  # webrtcvad mode 0..3
+    interrupt_response: bool | None = None
+    create_response: bool | None = None
 
 
-def _snap(ms: Any, frame_ms: int, param: str) -> int:
-    if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
-        raise OptionError(f"{param} must be a non-negative integer", param)
-    return round(ms / frame_ms) * frame_ms
+@dataclass(frozen=True, slots=True)
+class OptionChanges:
+    """What a client asked to change; None leaves a value as it is."""
+
+    instructions: str | None = None
+    voice: str | None = None
+    speed: float | None = None
+    manual_turns: bool = False  # turns end only when the client commits
+    turn_detection: TurnDetectionChange | None = None  # turns end by VAD, with these changes
+    transcription: bool | None = None  # report the user's transcripts
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SessionOptions:
     instructions: str
     voice: str
     speed: float
     vad: VadSettings | None  # None: turns end only when the client commits
-    create_response: bool
-    transcription: bool  # send the user's transcript events
-    voices: tuple[str, ...] = ()  # what `voice` may be; empty means anything
+    create_response: bool  # answer each turn; False: transcribe and keep it only
+    transcription: bool
 
     @classmethod
-    def from_settings(cls, settings: Settings, voices: tuple[str, ...] = ()) -> SessionOptions:
+    def from_settings(cls, settings: Settings) -> SessionOptions:
         return cls(
             instructions=settings.llm.system_prompt,
             voice=settings.tts.voice,
@@ -57,123 +57,56 @@ class SessionOptions:
             vad=settings.vad,
             create_response=True,
             transcription=True,
-            voices=voices,
         )
 
-    def update(self, session: dict[str, Any]) -> None:
-        """Apply a session.update's `session`; all or nothing."""
-        if not isinstance(session, dict):
-            raise OptionError("session must be an object", "session")
-        staged = SessionOptions(
-            self.instructions,
-            self.voice,
-            self.speed,
-            self.vad,
-            self.create_response,
-            self.transcription,
-            self.voices,
+    def changed(
+        self, changes: OptionChanges, *, voices: tuple[str, ...], base_vad: VadSettings
+    ) -> SessionOptions:
+        """These options with `changes` applied, or OptionError; never half of them.
+
+        `voices`: what the voice may be (empty: anything). `base_vad`: what turn
+        detection starts from when it is switched on.
+        """
+        if changes.voice is not None and voices and changes.voice not in voices:
+            raise OptionError(
+                f"unknown voice {changes.voice!r}; available: {', '.join(voices)}", "voice"
+            )
+        vad, create_response = self.vad, self.create_response
+        if changes.manual_turns:
+            vad = None
+        elif changes.turn_detection is not None:
+            vad = _with_turns(vad or base_vad, changes.turn_detection)
+            if changes.turn_detection.create_response is not None:
+                create_response = changes.turn_detection.create_response
+        return dataclasses.replace(
+            self,
+            instructions=_given(changes.instructions, self.instructions),
+            voice=_given(changes.voice, self.voice),
+            speed=_given(changes.speed, self.speed),
+            vad=vad,
+            create_response=create_response,
+            transcription=_given(changes.transcription, self.transcription),
         )
-        if "instructions" in session:
-            if not isinstance(session["instructions"], str):
-                raise OptionError("instructions must be a string", "session.instructions")
-            staged.instructions = session["instructions"]
-        audio = session.get("audio") or {}
-        if not isinstance(audio, dict):
-            raise OptionError("audio must be an object", "session.audio")
-        staged._update_output(audio.get("output") or {})
-        staged._update_input(audio.get("input") or {})
-        for name in self.__slots__:
-            setattr(self, name, getattr(staged, name))
 
-    def _update_output(self, output: dict[str, Any]) -> None:
-        if "format" in output and output["format"] != OUTPUT_FORMAT:
-            raise OptionError(
-                "only audio/pcm at 24000 Hz is supported for output",
-                "session.audio.output.format",
-            )
-        if "voice" in output:
-            voice = output["voice"]
-            if not isinstance(voice, str) or (self.voices and voice not in self.voices):
-                raise OptionError(
-                    f"unknown voice {voice!r}; available: {', '.join(self.voices)}",
-                    "session.audio.output.voice",
-                )
-            self.voice = voice
-        if "speed" in output:
-            speed = output["speed"]
-            if not isinstance(speed, int | float) or not 0.5 <= speed <= 2.0:
-                raise OptionError(
-                    "speed must be a number from 0.5 to 2.0", "session.audio.output.speed"
-                )
-            self.speed = float(speed)
 
-    def _update_input(self, audio_in: dict[str, Any]) -> None:
-        if "format" in audio_in and audio_in["format"] != INPUT_FORMAT:
-            raise OptionError(
-                "only audio/pcm (pcm16 mono) at 24000 Hz is supported for input",
-                "session.audio.input.format",
-            )
-        if "transcription" in audio_in:
-            self.transcription = audio_in["transcription"] is not None
-        if "turn_detection" in audio_in:
-            self._update_turns(audio_in["turn_detection"])
+def _given(value: T | None, current: T) -> T:
+    return current if value is None else value
 
-    def _update_turns(self, detection: Any) -> None:
-        param = "session.audio.input.turn_detection"
-        if detection is None:
-            self.vad = None
-            return
-        if not isinstance(detection, dict) or detection.get("type", "server_vad") != "server_vad":
-            raise OptionError("turn_detection must be null or {type: 'server_vad', ...}", param)
-        base = self.vad or VadSettings()
-        changes: dict[str, Any] = {}
-        if "silence_duration_ms" in detection:
-            changes["silence_ms"] = _snap(
-                detection["silence_duration_ms"], base.frame_ms, f"{param}.silence_duration_ms"
-            )
-        if "prefix_padding_ms" in detection:
-            changes["prefix_padding_ms"] = _snap(
-                detection["prefix_padding_ms"], base.frame_ms, f"{param}.prefix_padding_ms"
-            )
-        if "threshold" in detection:
-            threshold = detection["threshold"]
-            if not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-                raise OptionError("threshold must be a number from 0 to 1", f"{param}.threshold")
-            changes["aggressiveness"] = aggressiveness_for(threshold)
-        if "interrupt_response" in detection:
-            changes["interrupt_response"] = bool(detection["interrupt_response"])
-        if "create_response" in detection:
-            self.create_response = bool(detection["create_response"])
-        try:
-            self.vad = VadSettings.model_validate({**base.model_dump(), **changes})
-        except ValidationError as exc:
-            raise OptionError(exc.errors()[0]["msg"], param) from exc
 
-    def describe(self, session_id: str, model: str) -> dict[str, Any]:
-        """The GA `realtime.session` object."""
-        detection: dict[str, Any] | None = None
-        if self.vad is not None:
-            detection = {
-                "type": "server_vad",
-                "threshold": self.vad.aggressiveness / 4,
-                "prefix_padding_ms": self.vad.prefix_padding_ms,
-                "silence_duration_ms": self.vad.silence_ms,
-                "create_response": self.create_response,
-                "interrupt_response": self.vad.interrupt_response,
-            }
-        return {
-            "type": "realtime",
-            "object": "realtime.session",
-            "id": session_id,
-            "model": model,
-            "output_modalities": ["audio"],
-            "instructions": self.instructions,
-            "audio": {
-                "input": {
-                    "format": INPUT_FORMAT,
-                    "turn_detection": detection,
-                    "transcription": {"model": "whisper"} if self.transcription else None,
-                },
-                "output": {"format": OUTPUT_FORMAT, "voice": self.voice, "speed": self.speed},
-            },
-        }
+def _with_turns(base: VadSettings, change: TurnDetectionChange) -> VadSettings:
+    updates: dict[str, object] = {}
+    # Durations snap to whole VAD frames.
+    if change.silence_ms is not None:
+        updates["silence_ms"] = round(change.silence_ms / base.frame_ms) * base.frame_ms
+    if change.prefix_padding_ms is not None:
+        updates["prefix_padding_ms"] = (
+            round(change.prefix_padding_ms / base.frame_ms) * base.frame_ms
+        )
+    if change.aggressiveness is not None:
+        updates["aggressiveness"] = change.aggressiveness
+    if change.interrupt_response is not None:
+        updates["interrupt_response"] = change.interrupt_response
+    try:
+        return VadSettings.model_validate({**base.model_dump(), **updates})
+    except ValidationError as exc:
+        raise OptionError(exc.errors()[0]["msg"], "turn_detection") from exc

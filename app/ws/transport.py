@@ -1,25 +1,22 @@
-"""One Realtime session over a WebSocket: JSON events both ways, audio inside them.
+"""One call over a WebSocket: text messages both ways, reply audio inside them.
 
-Outgoing events wait in a bounded outbox written by one task. Reply audio
-waits for room there (backpressure); any other event finding it full means the
-client stopped reading, and the call ends rather than buffering without limit.
+Outgoing messages wait in a bounded outbox written by one task. Reply audio
+waits for room there (backpressure); any other message finding it full means
+the client stopped reading, and the call ends rather than buffering without
+limit. What the messages say is the dialect's business.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from app import events
 from app.errors import EndOfStream
 from app.tasks import cancel_task, spawn
-from app.ws.audio import WebSocketAudio
 
 log = logging.getLogger(__name__)
 
@@ -30,19 +27,19 @@ MAX_MESSAGE_BYTES = 21 * 1024 * 1024
 
 class WsTransport:
     watches_media = False  # a text-only client sends no audio, and that is fine
+    max_message_bytes = MAX_MESSAGE_BYTES
 
     def __init__(self, websocket: WebSocket, session_id: str) -> None:
         self._ws = websocket
         self.session_id = session_id
         self.ended = asyncio.Event()
-        self._outbox: asyncio.Queue[events.Event] = asyncio.Queue(maxsize=OUTBOX_EVENTS)
-        self.audio = WebSocketAudio(session_id, self._put_audio)
+        self._outbox: asyncio.Queue[str] = asyncio.Queue(maxsize=OUTBOX_EVENTS)
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
 
-    def start(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+    def start(self, on_message: Callable[[str | bytes], None]) -> None:
         self._writer = spawn(self._write(), f"{self.session_id}:ws-write")
-        self._reader = spawn(self._read(on_event), f"{self.session_id}:ws-read")
+        self._reader = spawn(self._read(on_message), f"{self.session_id}:ws-read")
 
     async def wait_connected(self, timeout_s: float) -> bool:
         return not self.ended.is_set()  # accepted before the session existed
@@ -50,55 +47,51 @@ class WsTransport:
     def last_input_at(self) -> float | None:
         return None
 
-    def send(self, event: events.Event) -> None:
+    def send_text(self, text: str, *, droppable: bool = False) -> None:
+        """`droppable` is not used: every message waits its turn in the outbox."""
         if self.ended.is_set():
             return
         try:
-            self._outbox.put_nowait(event)
+            self._outbox.put_nowait(text)
         except asyncio.QueueFull:
             log.warning("client is not reading its events; ending the call",
                         extra={"session_id": self.session_id})  # fmt: skip
             self.ended.set()
 
-    async def _put_audio(self, event: events.Event) -> None:
+    async def send_when_room(self, text: str) -> None:
+        """Reply audio: waits while the outbox is full (backpressure)."""
         if self.ended.is_set():
             raise EndOfStream("the WebSocket has closed")
-        await self._outbox.put(event)
+        await self._outbox.put(text)
 
     async def _write(self) -> None:
         try:
             while True:
-                event = await self._outbox.get()
-                await self._ws.send_text(json.dumps(event, separators=(",", ":")))
+                await self._ws.send_text(await self._outbox.get())
+                self._outbox.task_done()
         except (WebSocketDisconnect, RuntimeError, OSError):
             self.ended.set()
 
-    async def _read(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+    async def _read(self, on_message: Callable[[str | bytes], None]) -> None:
         try:
             while True:
                 message = await self._ws.receive()
                 if message["type"] == "websocket.disconnect":
                     break
                 data = message.get("text")
-                if data is None:
-                    data = message.get("bytes") or b""
-                event, problem = events.decode_client_event(data, MAX_MESSAGE_BYTES)
-                if problem is not None:
-                    self.send(problem)
-                elif event is not None:
-                    on_event(event)
+                on_message(data if data is not None else message.get("bytes") or b"")
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         finally:
             self.ended.set()
 
     async def flush(self, timeout_s: float) -> None:
-        """Give queued events a chance to leave before the socket closes."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while not self._outbox.empty() and self._writer is not None and not self._writer.done():
-            if asyncio.get_running_loop().time() > deadline:
-                return
-            await asyncio.sleep(0.01)
+        """Give queued messages a chance to leave before the socket closes."""
+        if self._writer is None or self._writer.done():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._outbox.join()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         self.ended.set()

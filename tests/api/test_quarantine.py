@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 
 import httpx
@@ -18,7 +18,7 @@ import uvicorn
 
 from app.config import PoolSettings, Settings
 from app.main import create_app
-from app.session.turn import EchoResponder, UserTurn
+from app.session.responders import EchoResponder, Piece, SpeechRequest
 from clients import AgentClient, load_wav
 from tests.support.server import free_port
 
@@ -45,13 +45,14 @@ async def serving(settings: Settings) -> AsyncIterator[tuple[object, str]]:
         await task
 
 
-async def stubborn(self: EchoResponder, turn: UserTurn) -> None:
+async def stubborn(self: EchoResponder, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
     """Ignores cancellation for a while, like a call wedged inside an engine."""
-    await turn.ended.wait()
     deadline = time.monotonic() + STUCK_FOR_S
     while time.monotonic() < deadline:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(0.05)
+    return
+    yield
 
 
 async def slot_state(http: httpx.AsyncClient, url: str) -> str:
@@ -71,7 +72,7 @@ async def test_a_stuck_drain_quarantines_the_slot_which_then_heals(
     caplog: pytest.LogCaptureFixture,
     speech: Callable[[str], Path],
 ) -> None:
-    monkeypatch.setattr(EchoResponder, "respond", stubborn)
+    monkeypatch.setattr(EchoResponder, "speak", stubborn)
     settings = Settings(
         agent="echo",
         pool=PoolSettings(max_sessions=1, drain_timeout_s=0.3, quarantine_s=1.0),

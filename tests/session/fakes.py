@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import av
 import numpy as np
@@ -19,8 +19,12 @@ from app.engines.llm import ChatLLM, ChatMessage
 from app.engines.tts import Speech
 from app.errors import EngineError
 from app.rtc.outbound import PacedAudioTrack
+from app.session.messages import SessionMessage
+from app.session.responders import AgentResponder, Responder
 from app.session.session import Session
 from app.tasks import cancel_task
+
+M = TypeVar("M")
 
 RNG = np.random.default_rng(3)
 
@@ -78,7 +82,7 @@ class FakeLLM:
 
 
 class FakeTTS:
-    voices = ["test"]
+    voices = ["test", "other"]
 
     def __init__(self) -> None:
         self.refuse: set[str] = set()  # texts it fails on, like an unspeakable symbol
@@ -142,45 +146,70 @@ class Speaker(PacedAudioTrack):
         await cancel_task(self._pump)
 
 
-class EventLog(list[dict[str, Any]]):
-    """Events the session sent, with when each was sent."""
+class MessageLog(list[SessionMessage]):
+    """What the session said, with when it said each."""
 
     def __init__(self) -> None:
         super().__init__()
         self.times: list[float] = []
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, message: SessionMessage) -> None:
         self.times.append(time.monotonic())
-        super().append(event)
+        super().append(message)
 
-    def at(self, kind: str, nth: int = 0) -> tuple[int, float]:
-        """Index and time of the nth event of `kind`."""
-        found = [i for i, event in enumerate(self) if event["type"] == kind]
+    def at(self, kind: type[M], nth: int = 0) -> tuple[int, float]:
+        """Index and time of the nth message of `kind`."""
+        found = [i for i, message in enumerate(self) if type(message) is kind]
         if len(found) <= nth:
-            raise AssertionError(f"no {kind} #{nth} in {kinds(self)}")
+            raise AssertionError(f"no {kind.__name__} #{nth} in {kinds(self)}")
         return found[nth], self.times[found[nth]]
+
+    def of(self, kind: type[M]) -> list[M]:
+        return [message for message in self if isinstance(message, kind)]
+
+    def nth(self, kind: type[M], nth: int = 0) -> M:
+        found = self.of(kind)
+        if len(found) <= nth:
+            raise AssertionError(f"no {kind.__name__} #{nth} in {kinds(self)}")
+        return found[nth]
 
 
 def make_session(
-    speculative_ms: int = 200, llm: ChatLLM | None = None, **vad: Any
-) -> tuple[Session, EventLog, Speaker, Engines]:
+    speculative_ms: int = 200,
+    llm: ChatLLM | None = None,
+    *,
+    also: Callable[[SessionMessage], None] | None = None,
+    responder: Responder | None = None,
+    **vad: Any,
+) -> tuple[Session, MessageLog, Speaker, Engines]:
+    """A session on engine doubles (or `responder`) and the real paced track;
+    `also` hears its messages too."""
     settings = Settings(vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms, **vad))
     engines = Engines(stt=FakeSTT(), llm=llm or FakeLLM(), tts=FakeTTS())
-    sent = EventLog()
+    sent = MessageLog()
     audio = Speaker()
     SPEAKERS.append(audio)
-    session = Session("sess_test", settings, engines, audio, sent.append)
+
+    def emit(message: SessionMessage) -> None:
+        sent.append(message)
+        if also is not None:
+            also(message)
+
+    responder = responder or AgentResponder(engines)
+    session = Session(
+        "sess_test", settings, responder, audio, emit, output_level=audio.output_level_db
+    )
     session.start()
     return session, sent, audio, engines
 
 
-def kinds(sent: list[dict[str, Any]]) -> list[str]:
-    return [event["type"] for event in sent]
+def kinds(sent: list[Any]) -> list[str]:
+    return [type(message).__name__ for message in sent]
 
 
-async def wait_for(sent: list[dict[str, Any]], kind: str, timeout_s: float = 2.0) -> None:
+async def wait_for(sent: list[Any], kind: type, count: int = 1, timeout_s: float = 6.0) -> None:
     for _ in range(int(timeout_s / 0.01)):
-        if kind in kinds(sent):
+        if sum(isinstance(message, kind) for message in sent) >= count:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"no {kind}; got {kinds(sent)}")
+    raise AssertionError(f"fewer than {count} {kind.__name__}; got {kinds(sent)}")

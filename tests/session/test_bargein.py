@@ -9,21 +9,26 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from app.config import LlmSettings
 from app.engines.llm import OpenAICompatLLM
+from app.session import messages as msg
 from app.session.history import heard_text
+from app.session.refusals import BadTruncation, NoActiveResponse, NothingPlaying, UnknownItem
 from app.session.session import Session
 from tests.conftest import LlamaServer
 from tests.session.fakes import (
-    EventLog,
     FakeLLM,
     FakeSTT,
     FakeTTS,
+    MessageLog,
     Speaker,
     kinds,
     make_session,
     noise,
     silence,
+    wait_for,
 )
 
 FIRST, SECOND = "what is the first thing", "and the second thing"
@@ -39,18 +44,10 @@ async def play_script(session: Session, script: list[tuple[float, bytes]]) -> No
         for offset in range(0, len(pcm), 640):
             at = start + offset / 32_000
             await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
-            session.feed_audio(pcm[offset : offset + 640])
+            session.push_audio(pcm[offset : offset + 640])
 
 
-async def wait_for_count(sent: EventLog, kind: str, count: int, timeout_s: float = 6.0) -> None:
-    for _ in range(int(timeout_s / 0.02)):
-        if kinds(sent).count(kind) >= count:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"fewer than {count} {kind}: {kinds(sent)}")
-
-
-def long_answers() -> tuple[Session, EventLog, Speaker, FakeLLM]:
+def long_answers() -> tuple[Session, MessageLog, Speaker, FakeLLM]:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
@@ -72,33 +69,23 @@ SCRIPT = [
 async def test_the_user_interrupts_and_history_keeps_what_was_heard() -> None:
     session, sent, audio, llm = long_answers()
     await play_script(session, SCRIPT)
-    await wait_for_count(sent, "response.done", 2)
+    await wait_for(sent, msg.ReplyEnded, count=2)
 
-    first_done, _ = sent.at("response.done")
-    cancelled = sent[first_done]["response"]
-    assert cancelled["status"] == "cancelled"
-    assert cancelled["status_details"]["reason"] == "turn_detected"
-    assert sent[sent.at("response.done", 1)[0]]["response"]["status"] == "completed"
+    first_done, _ = sent.at(msg.ReplyEnded)
+    cancelled = sent.nth(msg.ReplyEnded)
+    assert (cancelled.status, cancelled.reason) == ("cancelled", "turn_detected")
+    assert sent.nth(msg.ReplyEnded, 1).status == "completed"
 
-    # The order of what the client saw.
-    started, started_at = sent.at("output_audio_buffer.started")
-    barge, _ = sent.at("input_audio_buffer.speech_started", 1)
-    cleared, cleared_at = sent.at("output_audio_buffer.cleared")
+    # The order of what the client was told.
+    started, started_at = sent.at(msg.ReplyAudioStarted)
+    barge, _ = sent.at(msg.SpeechStarted, 1)
+    cleared, cleared_at = sent.at(msg.ReplyAudioCleared)
     assert started < barge < cleared
-    assert kinds(sent)[cleared : cleared + 8] == [
-        "output_audio_buffer.cleared",
-        "conversation.item.truncated",
-        "response.output_audio.done",
-        "response.output_audio_transcript.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "conversation.item.done",
-        "response.done",
-    ]
-    assert kinds(sent)[first_done + 1 :].count("response.created") == 1
+    assert kinds(sent)[cleared : cleared + 2] == ["ReplyAudioCleared", "ReplyEnded"]
+    assert kinds(sent)[first_done + 1 :].count("ReplyStarted") == 1
 
     # No frame of the first reply went out more than 40 ms after the barge-in.
-    _, second_created_at = sent.at("response.created", 1)
+    _, second_created_at = sent.at(msg.ReplyStarted, 1)
     late = [at for at in audio.voiced_times() if cleared_at + MAX_LATE_S < at < second_created_at]
     assert late == [], f"{len(late)} frames of the interrupted reply went out after the cut"
 
@@ -110,10 +97,10 @@ async def test_the_user_interrupts_and_history_keeps_what_was_heard() -> None:
     heard = messages[1]
     full = f"About {FIRST}, the answer is long and has many words."
     assert heard.content and full.startswith(heard.content) and heard.content != full
-    truncated = sent[cleared + 1]
-    assert heard.content == heard_text(heard.timeline, truncated["audio_end_ms"])
+    assert cancelled.heard_ms is not None and cancelled.text == heard.content
+    assert heard.content == heard_text(heard.timeline, cancelled.heard_ms)
     # The cut is where the audio stopped, by the playout position of the track.
-    assert abs(truncated["audio_end_ms"] - (cleared_at - started_at) * 1000) < 100
+    assert abs(cancelled.heard_ms - (cleared_at - started_at) * 1000) < 100
     # The second question was answered, and the LLM saw exactly the heard part.
     assert llm.prompts[-1][-2] == {"role": "assistant", "content": heard.content}
     assert llm.prompts[-1][-1] == {"role": "user", "content": SECOND}
@@ -128,14 +115,13 @@ async def test_with_interrupt_response_off_speech_waits_for_the_next_turn() -> N
     engines.tts.seconds_per_word = 0.15
     await play_script(session, [(0.0, noise(800)), (0.8, silence(1000)), (1.8, noise(600)),
                                 (2.4, silence(700))])  # fmt: skip
-    await wait_for_count(sent, "response.done", 2, timeout_s=10)
-    done = [e["response"] for e in sent if e["type"] == "response.done"]
-    assert [d["status"] for d in done] == ["completed", "completed"]
-    assert "output_audio_buffer.cleared" not in kinds(sent)
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=10)
+    assert [done.status for done in sent.of(msg.ReplyEnded)] == ["completed", "completed"]
+    assert "ReplyAudioCleared" not in kinds(sent)
     # The second turn was heard while the first reply played, and answered after it.
-    first_done, _ = sent.at("response.done")
-    assert sent.at("input_audio_buffer.speech_started", 1)[0] < first_done
-    assert sent.at("response.created", 1)[0] > first_done
+    first_done, _ = sent.at(msg.ReplyEnded)
+    assert sent.at(msg.SpeechStarted, 1)[0] < first_done
+    assert sent.at(msg.ReplyStarted, 1)[0] > first_done
     await session.close()
 
 
@@ -146,8 +132,8 @@ async def test_a_short_noise_during_a_reply_does_not_interrupt_it() -> None:
     # 120 ms of sound: webrtcvad's hangover stretches it to about 200 ms of "voiced".
     await play_script(session, [(0.0, noise(800)), (0.8, silence(900)), (1.7, noise(120)),
                                 (1.82, silence(600))])  # fmt: skip
-    await wait_for_count(sent, "response.done", 1, timeout_s=10)
-    assert sent[sent.at("response.done")[0]]["response"]["status"] == "completed"
+    await wait_for(sent, msg.ReplyEnded, timeout_s=10)
+    assert sent.nth(msg.ReplyEnded).status == "completed"
     await session.close()
 
 
@@ -159,13 +145,13 @@ async def test_echo_guard_ignores_the_agents_own_voice_but_not_the_user() -> Non
     # The agent's voice comes back 20 dB down (voiced, but under the margin)...
     await play_script(session, [(0.0, noise(800)), (0.8, silence(1500)), (2.3, noise(600)),
                                 (2.9, silence(700))])  # fmt: skip
-    assert "response.done" not in kinds(sent), "the echo did not interrupt the reply"
+    assert "ReplyEnded" not in kinds(sent), "the echo did not interrupt the reply"
     # ...while the user, close to the microphone, is heard over it.
     await play_script(session, [(0.0, noise(600, std=12_000)), (0.6, silence(100))])
-    assert sent[sent.at("response.done")[0]]["response"]["status"] == "cancelled"
+    assert sent.nth(msg.ReplyEnded).status == "cancelled"
     # The echo never became a turn: had it been queued, it would be transcribed now.
     await asyncio.sleep(0.3)
-    assert kinds(sent).count("conversation.item.input_audio_transcription.completed") == 1
+    assert len(sent.of(msg.UserTranscribed)) == 1
     await session.close()
 
 
@@ -175,53 +161,44 @@ async def test_client_cancel_clear_and_truncate() -> None:
     engines.tts.seconds_per_word = 0.2
     assert isinstance(engines.llm, FakeLLM)
     engines.llm.delay_s = 0.1  # still generating when the client cancels
-    # response.cancel while the reply plays.
+    # A cancel while the reply plays.
     await play_script(session, [(0.0, noise(800)), (0.8, silence(1100))])
-    session.on_client_event({"type": "response.cancel"})
-    done = sent[sent.at("response.done")[0]]["response"]
-    assert (done["status"], done["status_details"]["reason"]) == ("cancelled", "client_cancelled")
-    assert "output_audio_buffer.cleared" in kinds(sent)
+    session.cancel_response()
+    done = sent.nth(msg.ReplyEnded)
+    assert (done.status, done.reason) == ("cancelled", "client_cancelled")
+    assert "ReplyAudioCleared" in kinds(sent)
     await asyncio.sleep(0.05)
     assert engines.llm.closed_early == 1, "the LLM stream was closed"
     # A truncate after the cut may only shrink what was heard, never add to it.
     cut = session.history.messages()[-1]
     heard = cut.content
-    session.on_client_event(
-        {"type": "conversation.item.truncate", "item_id": cut.item_id, "audio_end_ms": 99_000}
-    )
-    assert cut.content == heard and sent[-1]["error"]["code"] == "invalid_value"
+    with pytest.raises(BadTruncation):
+        session.truncate_item(cut.item_id, 99_000)
+    assert cut.content == heard
     engines.llm.delay_s = 0.02
-    # Nothing left to cancel or clear: errors, and the session goes on.
-    session.on_client_event({"type": "response.cancel"})
-    session.on_client_event({"type": "output_audio_buffer.clear"})
-    codes = [e["error"]["code"] for e in sent if e["type"] == "error"]
-    assert codes == ["invalid_value", "response_cancel_not_active", "output_audio_buffer_empty"]
+    # Nothing left to cancel or clear: refused, and the session goes on.
+    with pytest.raises(NoActiveResponse):
+        session.cancel_response()
+    with pytest.raises(NothingPlaying):
+        session.clear_output()
 
     # A reply that played to the end, truncated afterwards by the client.
     engines.tts.seconds_per_word = 0.05
     await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
-    await wait_for_count(sent, "response.done", 2)
-    item_id = sent[sent.at("response.done", 1)[0]]["response"]["output"][0]["id"]
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    item_id = sent.nth(msg.ReplyEnded, 1).item_id
     message = session.history.find(item_id)
     assert message is not None and not message.interrupted
-    session.on_client_event(
-        {"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0,
-         "audio_end_ms": 250}
-    )  # fmt: skip
-    assert sent[-1] == {
-        "type": "conversation.item.truncated", "event_id": sent[-1]["event_id"],
-        "item_id": item_id, "content_index": 0, "audio_end_ms": 250,
-    }  # fmt: skip
+    session.truncate_item(item_id, 250)
+    assert sent[-1] == msg.ItemTruncated(item_id, 250)
     assert message.interrupted and message.content == heard_text(message.timeline, 250)
     # Clauses of 4 words at 50 ms a word: the first whole, not one word of the second.
     assert message.content == "Sure, here is the"
-    # Bad truncations get errors.
-    for bad in [{"item_id": "item_nope", "audio_end_ms": 10},
-                {"item_id": item_id, "audio_end_ms": 99_999},
-                {"item_id": item_id, "audio_end_ms": "soon"}]:  # fmt: skip
-        session.on_client_event({"type": "conversation.item.truncate", **bad})
-    codes = [e["error"]["code"] for e in sent if e["type"] == "error"][3:]
-    assert codes == ["item_not_found", "invalid_value", "invalid_value"]
+    # Bad truncations are refused.
+    with pytest.raises(UnknownItem):
+        session.truncate_item("item_nope", 10)
+    with pytest.raises(BadTruncation):
+        session.truncate_item(item_id, 99_999)
     assert audio.readyState == "live"
     await session.close()
 
@@ -239,13 +216,12 @@ async def test_a_barge_in_ends_the_request_on_a_real_openai_compatible_server(
     disconnects = llama_server.log.read_text().count(DISCONNECTED)
     try:
         await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
-        _, created_at = sent.at("response.created")
-        while "output_audio_buffer.started" not in kinds(sent):
+        _, created_at = sent.at(msg.ReplyStarted)
+        while "ReplyAudioStarted" not in kinds(sent):
             assert time.monotonic() - created_at < 60, "the reply never started"
             await asyncio.sleep(0.05)
         await play_script(session, [(0.1, noise(600)), (0.7, silence(700))])
-        done = sent[sent.at("response.done")[0]]["response"]
-        assert done["status"] == "cancelled"
+        assert sent.nth(msg.ReplyEnded).status == "cancelled"
         for _ in range(100):  # the server notices when it next writes to the stream
             if llama_server.log.read_text().count(DISCONNECTED) > disconnects:
                 break
@@ -253,8 +229,8 @@ async def test_a_barge_in_ends_the_request_on_a_real_openai_compatible_server(
         else:
             raise AssertionError("llama.cpp's server never saw the request end")
         # Its only slot is free: the next turn's reply comes back whole.
-        await wait_for_count(sent, "response.done", 2, timeout_s=120)
-        assert sent[sent.at("response.done", 1)[0]]["response"]["status"] == "completed"
+        await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=120)
+        assert sent.nth(msg.ReplyEnded, 1).status == "completed"
     finally:
         await session.close()
         await llm.aclose()
@@ -265,9 +241,8 @@ async def test_a_reply_that_crashes_still_ends_with_response_done() -> None:
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.crash_on = "answer you asked for."
     await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
-    await wait_for_count(sent, "response.done", 1)
-    done = sent[sent.at("response.done")[0]]["response"]
-    assert done["status"] == "failed"
-    assert session.ctx.reply is None, "nothing left to interrupt"
-    assert [e["error"]["code"] for e in sent if e["type"] == "error"] == ["internal"]
+    await wait_for(sent, msg.ReplyEnded)
+    assert sent.nth(msg.ReplyEnded).status == "failed"
+    assert session.reply is None, "nothing left to interrupt"
+    assert [problem.code for problem in sent.of(msg.Problem)] == ["internal"]
     await session.close()

@@ -20,17 +20,17 @@ def test_heard_text_keeps_whole_clauses_then_whole_words() -> None:
 
 
 def test_the_prompt_sees_interrupted_replies_as_far_as_heard() -> None:
-    history = History("be brief", max_messages=4)
+    history = History(max_messages=4)
     history.add(Message("user", "Where is Paris?", "item_1"))
     reply = Message("assistant", "The capital of France is Paris.", "item_2", timeline=TIMELINE)
     history.add(reply)
     history.truncate(reply, 1000)
     assert reply.interrupted
-    assert history.prompt() == [
+    assert history.prompt("be brief") == [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "Where is Paris?"},
         {"role": "assistant", "content": "The capital of France"},
     ]
     history.truncate(reply, 0)  # nothing heard: the reply is left out of the prompt
-    assert [m["role"] for m in history.prompt()] == ["system", "user"]
+    assert [m["role"] for m in history.prompt("be brief")] == ["system", "user"]
     assert history.find("item_2") is reply and history.find("nope") is None

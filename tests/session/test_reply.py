@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.session import messages as msg
 from tests.session.fakes import FakeTTS, make_session, noise, silence, wait_for
 
 
@@ -9,12 +10,11 @@ async def test_an_unspeakable_clause_is_skipped_and_the_reply_goes_on() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.refuse = {"answer you asked for."}
-    session.feed_audio(silence(300) + noise(800) + silence(600))
-    await wait_for(sent, "response.done")
-    done = sent[-1]["response"]
-    assert done["status"] == "completed"
-    said = [e for e in sent if e["type"] == "response.output_audio_transcript.done"][0]
-    assert said["transcript"] == "Sure, here is the"
+    session.push_audio(silence(300) + noise(800) + silence(600))
+    await wait_for(sent, msg.ReplyEnded)
+    done = sent.nth(msg.ReplyEnded)
+    assert done.status == "completed"
+    assert done.text == "Sure, here is the"
     assert audio.writes
     await session.close()
 
@@ -23,10 +23,11 @@ async def test_a_reply_nothing_of_which_can_be_spoken_fails_with_an_error() -> N
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.refuse = {"*"}
-    session.feed_audio(silence(300) + noise(800) + silence(600))
-    await wait_for(sent, "response.done")
-    assert sent[-1]["response"]["status"] == "failed"
-    errors = [e for e in sent if e["type"] == "error"]
-    assert errors and "nothing of the reply could be spoken" in errors[0]["error"]["message"]
+    session.push_audio(silence(300) + noise(800) + silence(600))
+    await wait_for(sent, msg.ReplyEnded)
+    assert sent.nth(msg.ReplyEnded).status == "failed"
+    problems = sent.of(msg.Problem)
+    assert problems and "nothing of the reply could be spoken" in problems[0].message
+    assert problems[0].code == "engine_error"
     assert len(session.history) == 1, "the user's words are kept; no assistant message"
     await session.close()

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 
 import pytest
 
 from app.errors import CrossedSessions
-from app.ws.audio import RATE, WebSocketAudio
+from app.ws.playout import SocketPlayout
+
+RATE = 24_000
 
 
 class Clock:
@@ -17,21 +18,20 @@ class Clock:
         return self.t
 
 
-async def test_deltas_carry_the_reply_and_a_clock_plays_them_in_real_time() -> None:
-    sent: list[dict[str, object]] = []
+async def test_pieces_carry_the_reply_and_a_clock_plays_them_in_real_time() -> None:
+    sent: list[bytes] = []
 
-    async def send(event: dict[str, object]) -> None:
-        sent.append(event)
+    async def push(pcm: bytes) -> None:
+        sent.append(pcm)
 
     clock = Clock()
-    audio = WebSocketAudio("sess_a", send, now=clock)
-    audio.begin("resp_1", "item_1")
+    audio = SocketPlayout("sess_a", RATE, push, now=clock)
     started: list[bool] = []
     second = bytes(2 * RATE)  # one second of silence, as pcm16
     assert await audio.write(second, lambda: started.append(True), session_id="sess_a") == 0
     assert started == [True]
-    assert len(sent) == 10 and {e["response_id"] for e in sent} == {"resp_1"}
-    assert sum(len(base64.b64decode(str(e["delta"]))) for e in sent) == len(second)
+    assert len(sent) == 10 and {len(piece) for piece in sent} == {2 * RATE // 10}
+    assert b"".join(sent) == second
     # Half a second later half of it has played.
     clock.t += 0.5
     assert audio.playing and audio.played_samples == RATE // 2
@@ -44,10 +44,10 @@ async def test_deltas_carry_the_reply_and_a_clock_plays_them_in_real_time() -> N
 
 
 async def test_a_reply_cannot_run_more_than_8_s_ahead_of_playout() -> None:
-    async def send(event: dict[str, object]) -> None:
+    async def push(pcm: bytes) -> None:
         return None
 
-    audio = WebSocketAudio("sess_a", send)
+    audio = SocketPlayout("sess_a", RATE, push)
     await audio.write(bytes(2 * RATE * 9), session_id="sess_a")
     blocked = asyncio.create_task(audio.write(bytes(2 * RATE), session_id="sess_a"))
     await asyncio.sleep(0.1)

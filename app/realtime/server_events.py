@@ -1,4 +1,4 @@
-"""Server events in the OpenAI Realtime (GA) vocabulary.
+"""Server events in the OpenAI Realtime (GA) vocabulary, built from session messages.
 
 Shapes follow the types in the `openai` package (openai.types.realtime) so
 typed SDK parsers accept them. Our one addition is `response.timings_ms` on
@@ -8,17 +8,83 @@ typed SDK parsers accept them. Our one addition is `response.timings_ms` on
 from __future__ import annotations
 
 import base64
-import json
-import uuid
-from collections.abc import Callable
 from typing import Any
 
+from app.ids import new_id
+from app.session import messages as msg
+
 Event = dict[str, Any]
-EventSender = Callable[[Event], None]
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> list[Event]:
+    """The events that tell a Realtime client about `message`, in order.
+
+    `transcription`: the session reports the user's transcripts.
+    """
+    match message:
+        case msg.SpeechStarted(item_id, audio_start_ms):
+            return [speech_started(item_id, audio_start_ms)]
+        case msg.SpeechStopped(item_id, audio_end_ms):
+            return [speech_stopped(item_id, audio_end_ms)]
+        case msg.InputCommitted(item_id, previous):
+            return [input_committed(item_id, previous), item_added(user_item(item_id), previous)]
+        case msg.UserTranscribed(item_id, transcript, audio_s):
+            done = item_done(user_item(item_id, transcript=transcript))
+            if not transcription:
+                return [done]
+            return [transcription_completed(item_id, transcript, audio_s), done]
+        case msg.TextItemAdded(item_id, role, text, previous):
+            item = text_item(item_id, role, text)
+            return [item_added(item, previous), item_done(item, previous)]
+        case msg.ItemDeleted(item_id):
+            return [item_deleted(item_id)]
+        case msg.ItemTruncated(item_id, audio_end_ms):
+            return [item_truncated(item_id, audio_end_ms)]
+        case msg.ReplyStarted(response_id, item_id, previous):
+            item = assistant_item(item_id, "", "in_progress")
+            return [
+                response_created(response_id),
+                output_item("added", response_id, item),
+                item_added(item, previous),
+                content_part("added", response_id, item_id, ""),
+            ]
+        case msg.ReplyAudioStarted(response_id):
+            return [output_audio_buffer("started", response_id)]
+        case msg.ClauseSpoken(response_id, item_id, delta):
+            return [transcript_delta(response_id, item_id, delta)]
+        case msg.ReplyAudioStopped(response_id):
+            return [output_audio_buffer("stopped", response_id)]
+        case msg.ReplyAudioCleared(response_id):
+            return [output_audio_buffer("cleared", response_id)]
+        case msg.ReplyEnded():
+            return reply_ended(message)
+        case msg.Problem(code, message_text):
+            return [error(message_text, type_="server_error", code=code)]
+    raise TypeError(f"no Realtime event for {message!r}")
+
+
+def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
+    response_id, item_id, text = ended.response_id, ended.item_id, ended.text
+    item = assistant_item(
+        item_id, text, "completed" if ended.status == "completed" else "incomplete"
+    )
+    out = [item_truncated(item_id, ended.heard_ms)] if ended.heard_ms is not None else []
+    return [
+        *out,
+        audio_done(response_id, item_id),
+        transcript_done(response_id, item_id, text),
+        content_part("done", response_id, item_id, text),
+        output_item("done", response_id, item),
+        item_done(item, ended.previous_item_id),
+        response_done(
+            response_id,
+            ended.status,
+            output=[item],
+            timings_ms=ended.timings_ms,
+            reason=ended.reason,
+            error={"type": "server_error", "message": ended.error} if ended.error else None,
+        ),
+    ]
 
 
 def _event(type_: str, **fields: Any) -> Event:
@@ -102,7 +168,9 @@ def response_done(
 ) -> Event:
     details: dict[str, Any] | None = None
     if status != "completed":
-        details = {"type": status, "reason": reason}
+        details = {"type": status}
+        if reason:
+            details["reason"] = reason
         if error:
             details["error"] = error
     response = _response(response_id, status, output=output, timings_ms=timings_ms)
@@ -204,25 +272,15 @@ def audio_done(response_id: str, item_id: str) -> Event:
     return _of_part("response.output_audio.done", response_id, item_id)
 
 
-def decode_client_event(
-    message: str | bytes, max_bytes: int
-) -> tuple[dict[str, Any] | None, Event | None]:
-    """A client's message as (event, None), or (None, the error event to answer with)."""
-    if isinstance(message, bytes) or len(message) > max_bytes:
-        return None, error(
-            f"events must be JSON text under {max_bytes // 1024} KiB", code="invalid_message"
-        )
-    try:
-        event = json.loads(message)
-    except ValueError as exc:
-        return None, error(f"malformed JSON: {exc}", code="invalid_json")
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        return None, error("an event is a JSON object with a string 'type'", code="invalid_event")
-    return event, None
-
-
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:
     body: dict[str, Any] = {"type": type_, "message": message}
     if code:
         body["code"] = code
     return _event("error", error=body)
+
+
+def client_error(message: str, code: str, param: str | None, event_id: str | None) -> Event:
+    """A client event refused: what was wrong, which field, and which event it was."""
+    event = error(message, code=code)
+    event["error"].update(param=param, event_id=event_id)
+    return event

@@ -1,10 +1,11 @@
-"""Reply audio over a WebSocket: response.output_audio.delta events, and a playout clock.
+"""Reply audio pushed over a socket in pieces, with a playout clock.
 
 The client plays what it receives; the server cannot see its playout, so it
-assumes real time from the first delta (as OpenAI does; clients correct
-history with conversation.item.truncate). That clock gives barge-in a heard
-position, keeps the reply at most MAX_AHEAD_S ahead of playout (backpressure on
-TTS, like the WebRTC track), and says when a reply has finished playing.
+assumes real time from the first piece (as OpenAI does; Realtime clients
+correct history with conversation.item.truncate). That clock gives barge-in
+a heard position, keeps the reply at most MAX_AHEAD_S ahead of playout
+(backpressure on TTS, like the WebRTC track), and says when a reply has
+finished playing. How a piece is worded on the wire is the dialect's `push`.
 """
 
 from __future__ import annotations
@@ -13,39 +14,34 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from app import events
-from app.audio.level import SILENT_DB
 from app.errors import CrossedSessions
 
-RATE = 24_000
-CHUNK_SAMPLES = RATE // 10  # 100 ms a delta
+PIECE_S = 0.1
 MAX_AHEAD_S = 8.0
 
 
-class WebSocketAudio:
-    rate = RATE
-
+class SocketPlayout:
     def __init__(
         self,
         owner: str,
-        send_audio: Callable[[events.Event], Awaitable[None]],
+        rate: int,
+        push: Callable[[bytes], Awaitable[None]],
         *,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`push` sends one piece of s16 mono PCM at `rate`, waiting for room if it must."""
         self.owner = owner
-        self._send_audio = send_audio
+        self.rate = rate
+        self._push = push
         self._now = now
-        self._ids = ("", "")
+        self._piece_bytes = int(rate * PIECE_S) * 2
         self.queued_samples = 0
         self._play_end = 0.0  # when the last sample sent will have played
-
-    def begin(self, response_id: str, item_id: str) -> None:
-        self._ids = (response_id, item_id)
 
     @property
     def played_samples(self) -> int:
         ahead_s = max(0.0, self._play_end - self._now())
-        return max(0, self.queued_samples - int(ahead_s * RATE))
+        return max(0, self.queued_samples - int(ahead_s * self.rate))
 
     @property
     def playing(self) -> bool:
@@ -62,11 +58,11 @@ class WebSocketAudio:
         start = self.queued_samples
         if on_start is not None:
             on_start()
-        for offset in range(0, len(pcm), CHUNK_SAMPLES * 2):
-            chunk = pcm[offset : offset + CHUNK_SAMPLES * 2]
-            await self._send_audio(events.audio_delta(*self._ids, chunk))
-            samples = len(chunk) // 2
-            self._play_end = max(self._now(), self._play_end) + samples / RATE
+        for offset in range(0, len(pcm), self._piece_bytes):
+            piece = pcm[offset : offset + self._piece_bytes]
+            await self._push(piece)
+            samples = len(piece) // 2
+            self._play_end = max(self._now(), self._play_end) + samples / self.rate
             self.queued_samples += samples
         return start
 
@@ -80,6 +76,3 @@ class WebSocketAudio:
     async def wait_drained(self) -> None:
         while (left := self._play_end - self._now()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
-
-    def output_level_db(self) -> float:
-        return SILENT_DB  # no echo path: the client's playback never reaches this input

@@ -1,0 +1,153 @@
+"""What a Realtime client may send, parsed once at the edge into typed commands.
+
+A union discriminated on `type`; an unknown type or a bad field is a BadEvent
+with the code, the offending param and the client's event_id, which the
+dialect answers with an `error` event. Unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
+
+from app.realtime.session_config import SessionConfig
+
+
+class BadEvent(ValueError):
+    """A client event that was refused; the session goes on."""
+
+    def __init__(self, message: str, code: str = "invalid_value", param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    event_id: str | None = None
+
+
+class SessionUpdate(_Event):
+    type: Literal["session.update"]
+    session: SessionConfig
+
+
+class InputAudioAppend(_Event):
+    type: Literal["input_audio_buffer.append"]
+    audio: str  # base64 pcm16 mono at 24 kHz, decoded by the dialect
+
+
+class InputAudioCommit(_Event):
+    type: Literal["input_audio_buffer.commit"]
+
+
+class InputAudioClear(_Event):
+    type: Literal["input_audio_buffer.clear"]
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = "input_text"
+    text: str
+
+
+def _messages_only(kind: str) -> str:
+    if kind != "message":
+        raise PydanticCustomError(
+            "invalid_value",
+            "items of type '{kind}' are not supported (no tools are configured); send a message",
+            {"kind": kind},
+        )
+    return kind
+
+
+class MessageItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    type: Annotated[str, AfterValidator(_messages_only)]
+    role: Literal["user", "assistant", "system"]
+    content: list[TextPart] = Field(min_length=1)
+
+    @property
+    def text(self) -> str:
+        return " ".join(part.text for part in self.content)
+
+
+class ItemCreate(_Event):
+    type: Literal["conversation.item.create"]
+    item: MessageItem
+
+
+class ItemDelete(_Event):
+    type: Literal["conversation.item.delete"]
+    item_id: str
+
+
+class ItemTruncate(_Event):
+    type: Literal["conversation.item.truncate"]
+    item_id: str
+    content_index: int = 0
+    audio_end_ms: int = Field(ge=0)
+
+
+class ResponseOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    instructions: str | None = None
+
+
+class ResponseCreate(_Event):
+    type: Literal["response.create"]
+    response: ResponseOptions | None = None
+
+
+class ResponseCancel(_Event):
+    type: Literal["response.cancel"]
+    response_id: str | None = None
+
+
+class OutputAudioClear(_Event):
+    type: Literal["output_audio_buffer.clear"]
+
+
+ClientCommand = Annotated[
+    SessionUpdate
+    | InputAudioAppend
+    | InputAudioCommit
+    | InputAudioClear
+    | ItemCreate
+    | ItemDelete
+    | ItemTruncate
+    | ResponseCreate
+    | ResponseCancel
+    | OutputAudioClear,
+    Field(discriminator="type"),
+]
+_COMMAND: TypeAdapter[ClientCommand] = TypeAdapter(ClientCommand)
+_UNKNOWN_TYPE = ("union_tag_invalid", "union_tag_not_found")
+
+
+def parse(event: dict[str, Any]) -> ClientCommand:
+    try:
+        return _COMMAND.validate_python(event)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        if problem["type"] in _UNKNOWN_TYPE:
+            raise BadEvent(
+                f"unsupported client event type: {event.get('type')!r}", "unknown_event"
+            ) from None
+        # The first element of the location is the event's type.
+        param = ".".join(str(part) for part in problem["loc"][1:]) or None
+        message = f"{param}: {problem['msg']}" if param else problem["msg"]
+        raise BadEvent(message, "invalid_value", param) from None
+
+
+def event_id_of(event: dict[str, Any]) -> str | None:
+    """The client's own id for its event, to name it in an error."""
+    event_id = event.get("event_id")
+    return event_id if isinstance(event_id, str) else None

@@ -1,0 +1,211 @@
+"""The OpenAI Realtime dialect for one call: the only code that speaks its wire format.
+
+Client events come in as JSON text from a data channel or a WebSocket; each
+is parsed into a typed command and becomes a Session verb, and a verb the
+session refuses is answered with an `error` event (the session goes on). The
+session's typed messages go out as GA server events.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from typing import Any, Protocol
+
+import numpy as np
+
+from app.audio.resample import Resampler
+from app.realtime import client_events as cmd
+from app.realtime import server_events as events
+from app.realtime.session_config import PARAMS, RATE, describe, to_changes
+from app.session import refusals
+from app.session.messages import (
+    ReplyAudioCleared,
+    ReplyAudioStarted,
+    ReplyAudioStopped,
+    ReplyStarted,
+    SessionMessage,
+)
+from app.session.session import Session
+
+log = logging.getLogger(__name__)
+
+# OpenAI's own cap on one input_audio_buffer.append.
+MAX_APPEND_BYTES = 15 * 1024 * 1024
+INBOUND_RATE = 16_000
+
+# Each refusal's error code, and the field it is about.
+REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
+    refusals.NothingToCommit: ("input_audio_buffer_commit_empty", None),
+    refusals.ResponseInProgress: ("conversation_already_has_active_response", None),
+    refusals.NoActiveResponse: ("response_cancel_not_active", None),
+    refusals.NothingPlaying: ("output_audio_buffer_empty", None),
+    refusals.UnknownItem: ("item_not_found", "item_id"),
+    refusals.ItemExists: ("invalid_value", "item.id"),
+    refusals.ItemInUse: ("invalid_value", "item_id"),
+    refusals.BadTruncation: ("invalid_value", "audio_end_ms"),
+    refusals.CannotAnswerText: ("unsupported_in_echo_mode", None),
+}
+
+# Messages about the WebRTC track's playout.
+PLAYOUT = (ReplyAudioStarted, ReplyAudioStopped, ReplyAudioCleared)
+
+
+class EventChannel(Protocol):
+    """A WebRTC data channel or a WebSocket, carrying JSON text both ways."""
+
+    max_message_bytes: int
+
+    def send_text(self, text: str, *, droppable: bool = False) -> None:
+        """`droppable`: cosmetic (a transcript delta), may be dropped for a peer not reading."""
+        ...
+
+
+class RealtimeDialect:
+    def __init__(self, channel: EventChannel, *, model: str, webrtc: bool) -> None:
+        """`webrtc`: the audio goes on a WebRTC track, so the client hears about its
+        playout (`output_audio_buffer.*`); over a WebSocket the audio is in the events."""
+        self._channel = channel
+        self._model = model
+        self._webrtc = webrtc
+        self._session: Session | None = None
+        self._speaking = ("", "")  # (response_id, item_id) of the reply being heard
+        self._appended: Resampler | None = None  # made on the first append: stateful
+
+    def attach(self, session: Session) -> None:
+        self._session = session
+
+    @property
+    def session(self) -> Session:
+        assert self._session is not None, "attach() a session first"
+        return self._session
+
+    # --- the channel's side
+
+    def opened(self) -> None:
+        """The event channel is open: greet the client with its session."""
+        self._send(events.session_created(self._describe()))
+
+    def receive(self, data: str | bytes) -> None:
+        """One message from the client: handled now, answered by events."""
+        event, problem = _decode(data, self._channel.max_message_bytes)
+        if problem is not None:
+            self._send(problem)
+            return
+        assert event is not None
+        try:
+            command = cmd.parse(event)
+            self.session.touch()
+            self._handle(command)
+        except cmd.BadEvent as exc:
+            self._refuse(str(exc), exc.code, exc.param, event)
+        except refusals.OptionError as exc:
+            self._refuse(str(exc), "invalid_value", PARAMS.get(exc.option), event)
+        except refusals.Refused as exc:
+            code, param = REFUSALS.get(type(exc), ("invalid_value", None))
+            self._refuse(str(exc), code, param, event)
+
+    def call_ended(self, code: str, message: str) -> None:
+        """The call is over; the last event the client gets says why."""
+        self._send(events.error(message, code=code))
+
+    # --- the session's side
+
+    def deliver(self, message: SessionMessage) -> None:
+        if isinstance(message, ReplyStarted):
+            self._speaking = (message.response_id, message.item_id)
+        elif isinstance(message, PLAYOUT) and not self._webrtc:
+            return
+        transcription = self._session is None or self._session.options.transcription
+        for event in events.for_message(message, transcription=transcription):
+            self._send(event)
+
+    def audio_delta(self, pcm: bytes) -> str:
+        """Reply audio for a WebSocket, labelled with the reply it belongs to."""
+        return _json(events.audio_delta(*self._speaking, pcm))
+
+    # --- commands
+
+    def _handle(self, command: cmd.ClientCommand) -> None:
+        session = self.session
+        match command:
+            case cmd.SessionUpdate(session=config):
+                session.configure(to_changes(config))
+                self._send(events.session_updated(self._describe()))
+            case cmd.InputAudioAppend(audio=audio):
+                session.push_audio(self._pcm16k(audio))
+            case cmd.InputAudioCommit():
+                session.commit_input()
+            case cmd.InputAudioClear():
+                session.clear_input()
+                self._send(events.input_cleared())
+            case cmd.ItemCreate(item=item):
+                session.add_item(item.role, item.text, item.id)
+            case cmd.ItemDelete(item_id=item_id):
+                session.delete_item(item_id)
+            case cmd.ItemTruncate(item_id=item_id, audio_end_ms=audio_end_ms):
+                session.truncate_item(item_id, audio_end_ms)
+            case cmd.ResponseCreate(response=options):
+                session.create_response(options.instructions if options else None)
+            case cmd.ResponseCancel(response_id=response_id):
+                session.cancel_response(response_id)
+            case cmd.OutputAudioClear():
+                session.clear_output()
+
+    def _pcm16k(self, audio: str) -> bytes:
+        """An append's base64 pcm16 at 24 kHz, as the 16 kHz PCM every transport hands in."""
+        try:
+            pcm = base64.b64decode(audio, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise cmd.BadEvent(
+                f"audio is not valid base64: {exc}", "invalid_audio", "audio"
+            ) from exc
+        if len(pcm) > MAX_APPEND_BYTES:
+            raise cmd.BadEvent(f"audio is over {MAX_APPEND_BYTES} bytes", "invalid_audio", "audio")
+        if len(pcm) % 2:
+            raise cmd.BadEvent(
+                "audio has an odd number of bytes: expected pcm16 (2 bytes a sample)",
+                "invalid_audio",
+                "audio",
+            )
+        if self._appended is None:
+            self._appended = Resampler(INBOUND_RATE)
+        return self._appended.pcm(np.frombuffer(pcm, dtype=np.int16), RATE)
+
+    def _describe(self) -> dict[str, Any]:
+        return describe(self.session.options, self.session.id, self._model)
+
+    def _refuse(self, message: str, code: str, param: str | None, event: dict[str, Any]) -> None:
+        self._send(events.client_error(message, code, param, cmd.event_id_of(event)))
+
+    def _send(self, event: events.Event) -> None:
+        self._channel.send_text(_json(event), droppable=event["type"].endswith(".delta"))
+
+
+def _bad_audio(message: str) -> cmd.BadEvent:
+    return cmd.BadEvent(message, "invalid_audio", "audio")
+
+
+def _json(event: events.Event) -> str:
+    return json.dumps(event, separators=(",", ":"))
+
+
+def _decode(
+    data: str | bytes, max_bytes: int
+) -> tuple[dict[str, Any], None] | tuple[None, events.Event]:
+    """A client's message as (event, None), or (None, the error event to answer with)."""
+    if isinstance(data, bytes) or len(data) > max_bytes:
+        return None, events.error(
+            f"events must be JSON text under {max_bytes // 1024} KiB", code="invalid_message"
+        )
+    try:
+        event = json.loads(data)
+    except ValueError as exc:
+        return None, events.error(f"malformed JSON: {exc}", code="invalid_json")
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None, events.error(
+            "an event is a JSON object with a string 'type'", code="invalid_event"
+        )
+    return event, None

@@ -1,0 +1,34 @@
+"""Where a session's replies are heard: the paced WebRTC track, or a socket's playout clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+
+class AudioOut(Protocol):
+    rate: int
+
+    @property
+    def played_samples(self) -> int:
+        """Samples written so far that have gone out (or were cleared)."""
+        ...
+
+    @property
+    def playing(self) -> bool:
+        """Written audio has not all gone out yet."""
+        ...
+
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> int:
+        """Queue s16 mono PCM at `rate` for the session `session_id` (checked against
+        the owner) and return its position in the stream; `on_start` runs as its first
+        sample goes out. Raises EndOfStream once the peer is gone."""
+        ...
+
+    def clear(self) -> int:
+        """Drop what has not gone out; return how many samples that was."""
+        ...
+
+    async def wait_drained(self) -> None: ...

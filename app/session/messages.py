@@ -1,0 +1,156 @@
+"""What a session tells its client, as typed messages; a dialect turns them into its wire events.
+
+Items are the conversation's entries (a user utterance, a typed message, a
+reply), each with an id. `previous_item_id` places an item after another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechStarted:
+    """The user started talking; their utterance will be the item `item_id`."""
+
+    item_id: str
+    audio_start_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechStopped:
+    item_id: str
+    audio_end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class InputCommitted:
+    """The user's turn is over: their audio is the item `item_id`, not yet transcribed."""
+
+    item_id: str
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UserTranscribed:
+    """What the user said in the item `item_id` (empty: nothing could be made out)."""
+
+    item_id: str
+    transcript: str
+    audio_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TextItemAdded:
+    """A message the client typed into the conversation."""
+
+    item_id: str
+    role: Literal["user", "assistant", "system"]
+    text: str
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemDeleted:
+    item_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemTruncated:
+    """Only the first `audio_end_ms` of a reply were heard; its text now says only that."""
+
+    item_id: str
+    audio_end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStarted:
+    """The agent begins a reply, the item `item_id`."""
+
+    response_id: str
+    item_id: str
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyAudioStarted:
+    """The reply's first audio went out."""
+
+    response_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseSpoken:
+    """A clause of the reply started playing; `delta` extends its transcript."""
+
+    response_id: str
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyAudioStopped:
+    """The reply's audio finished playing."""
+
+    response_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyAudioCleared:
+    """The reply's audio was cut off (an interruption)."""
+
+    response_id: str
+
+
+ReplyStatus = Literal["completed", "cancelled", "failed"]
+# Why a reply was cancelled: the user talked over it, or the client asked.
+CancelReason = Literal["turn_detected", "client_cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyEnded:
+    """The reply is over; `text` is what the user heard of it.
+
+    `heard_ms` is set when an interruption cut its audio short.
+    `timings_ms` are its stages, measured from the end of the user's turn.
+    """
+
+    response_id: str
+    item_id: str
+    status: ReplyStatus
+    text: str
+    previous_item_id: str | None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    reason: CancelReason | None = None
+    heard_ms: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something went wrong that the client should hear about; the session goes on.
+
+    `code`: turn_dropped (the agent was busy), engine_error, internal.
+    """
+
+    code: str
+    message: str
+
+
+SessionMessage = (
+    SpeechStarted
+    | SpeechStopped
+    | InputCommitted
+    | UserTranscribed
+    | TextItemAdded
+    | ItemDeleted
+    | ItemTruncated
+    | ReplyStarted
+    | ReplyAudioStarted
+    | ClauseSpoken
+    | ReplyAudioStopped
+    | ReplyAudioCleared
+    | ReplyEnded
+    | Problem
+)

@@ -1,0 +1,164 @@
+"""What the agent says back: the voice agent (Whisper -> LLM -> Kokoro) or an echo.
+
+A responder holds no session state, so one serves every session; the session
+decides when its words become visible and where its audio goes.
+
+The agent's LLM streams into a small clause channel while TTS works through
+it, so the first clause is spoken while the rest is still being generated,
+and clause k+1 is synthesized while clause k plays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from app.audio.chunker import ClauseChunker
+from app.engines import Engines
+from app.engines.llm import ChatMessage
+from app.engines.tts import Speech
+from app.errors import EngineError
+from app.session.timings import TurnTimings
+from app.streams import Channel
+from app.tasks import cancel_task
+
+log = logging.getLogger(__name__)
+
+# Clauses generated but not yet synthesized. After the first clause the LLM runs
+# to the end of its reply, so the embedded model is free for other sessions
+# soon; a reply of llm.max_tokens cannot fill this, and if one did, reading
+# the LLM would pause (backpressure) rather than buffer.
+CLAUSE_QUEUE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechRequest:
+    """What to answer: the prompt (the agent) or the user's own audio (the echo)."""
+
+    session_id: str
+    prompt: list[ChatMessage]
+    heard: bytes  # 16 kHz mono s16
+    voice: str
+    speed: float
+    timings: TurnTimings
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A piece of a reply: its audio, and the words it says (empty for the echo)."""
+
+    text: str
+    speech: Speech
+
+
+class Responder(Protocol):
+    voices: tuple[str, ...]  # what a session's voice may be; empty: anything
+    answers_text: bool  # can reply to typed messages, not only to speech
+
+    async def transcribe(self, pcm16k: bytes) -> str | None:
+        """The user's words; None from a responder that does not listen for words."""
+        ...
+
+    def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]: ...
+
+
+class AgentResponder:
+    def __init__(self, engines: Engines, *, first_chunk_words: int = 4) -> None:
+        self._stt = engines.stt
+        self._llm = engines.llm
+        self._tts = engines.tts
+        self._first_chunk_words = first_chunk_words
+        self.voices = tuple(engines.tts.voices)
+        self.answers_text = True
+
+    async def transcribe(self, pcm16k: bytes) -> str | None:
+        return await self._stt.transcribe(pcm16k)
+
+    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
+        """Each clause as soon as it is synthesized. A clause Kokoro cannot speak (a
+        stray symbol) is skipped; a reply none of which could be spoken fails."""
+        clauses: Channel[str] = Channel(CLAUSE_QUEUE_SIZE)
+        first_synthesized = asyncio.Event()
+        # Awaited below, which surfaces its errors: not a fire-and-forget spawn().
+        producer = asyncio.create_task(
+            self._generate(request, clauses, first_synthesized),
+            name=f"{request.session_id}:llm",
+        )
+        spoken = 0
+        unspoken: list[str] = []
+        try:
+            async for clause in clauses:
+                started = time.perf_counter()
+                try:
+                    speech = await self._tts.synthesize(
+                        clause, voice=request.voice, speed=request.speed, urgent=not spoken
+                    )
+                except EngineError as exc:
+                    unspoken.append(str(exc))
+                    log.warning(
+                        "skipped a clause: %s", exc, extra={"session_id": request.session_id}
+                    )
+                    continue
+                finally:
+                    first_synthesized.set()
+                log.debug(
+                    "tts %.0f ms for %.2f s: %r",
+                    (time.perf_counter() - started) * 1000,
+                    speech.duration_s,
+                    clause,
+                    extra={"session_id": request.session_id},
+                )
+                request.timings.mark("tts_first_audio")
+                spoken += 1
+                yield Piece(clause, speech)
+            await producer  # re-raise what ended the generation, if anything
+            if unspoken and not spoken:
+                raise EngineError(f"nothing of the reply could be spoken: {unspoken[0]}")
+        finally:
+            await cancel_task(producer)
+
+    async def _generate(
+        self, request: SpeechRequest, clauses: Channel[str], first_synthesized: asyncio.Event
+    ) -> None:
+        """Stream the reply into clauses; pause while the first one is synthesized.
+
+        On a shared CPU the LLM running alongside the first synthesis nearly
+        doubles the time to the first audio; the pause blocks the embedded
+        worker (or, for vLLM, the stream through TCP) for just that long.
+        """
+        timings = request.timings
+        chunker = ClauseChunker(first_max_words=self._first_chunk_words)
+        try:
+            async with contextlib.aclosing(self._llm.stream(request.prompt)) as deltas:
+                async for delta in deltas:
+                    timings.mark("llm_first_token")
+                    for clause in chunker.push(delta):
+                        timings.mark("first_clause")
+                        await clauses.put(clause)
+                    if timings.has("first_clause"):
+                        await first_synthesized.wait()
+            for clause in chunker.flush():
+                timings.mark("first_clause")
+                await clauses.put(clause)
+        finally:
+            clauses.close()
+
+
+class EchoResponder:
+    """Plays each utterance back: a media-path check with no models."""
+
+    voices: tuple[str, ...] = ()
+    answers_text = False
+
+    async def transcribe(self, pcm16k: bytes) -> str | None:
+        return None
+
+    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
+        yield Piece("", Speech(np.frombuffer(request.heard, dtype=np.int16), 16_000))

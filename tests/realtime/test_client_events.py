@@ -1,0 +1,197 @@
+"""Every Realtime client event parses into its command, or is refused with the
+code, param and message a client can act on. No session, no network."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from openai.types.realtime import RealtimeClientEvent
+from pydantic import TypeAdapter
+
+from app.realtime import client_events as cmd
+from app.realtime.session_config import SessionConfig, to_changes
+from app.session.options import TurnDetectionChange
+
+CLIENT_EVENT: TypeAdapter[RealtimeClientEvent] = TypeAdapter(RealtimeClientEvent)
+AUDIO = base64.b64encode(bytes(4800)).decode()
+
+# One event of each type the server takes, as the official SDK would send it.
+EXAMPLES: list[tuple[dict[str, Any], type]] = [
+    (
+        {
+            "type": "session.update",
+            "session": {
+                "type": "realtime",
+                "instructions": "Be brief.",
+                "audio": {
+                    "input": {
+                        "format": {"type": "audio/pcm", "rate": 24000},
+                        "turn_detection": {
+                            "type": "server_vad",
+                            "threshold": 0.9,
+                            "silence_duration_ms": 700,
+                        },
+                    },
+                    "output": {"voice": "test", "speed": 1.5},
+                },
+                "tools": [],
+                "tracing": "auto",
+            },
+        },
+        cmd.SessionUpdate,
+    ),  # fmt: skip
+    ({"type": "input_audio_buffer.append", "audio": AUDIO}, cmd.InputAudioAppend),
+    ({"type": "input_audio_buffer.commit"}, cmd.InputAudioCommit),
+    ({"type": "input_audio_buffer.clear"}, cmd.InputAudioClear),
+    (
+        {
+            "type": "conversation.item.create",
+            "previous_item_id": None,
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Hi"}],
+            },
+        },
+        cmd.ItemCreate,
+    ),  # fmt: skip
+    ({"type": "conversation.item.delete", "item_id": "item_1"}, cmd.ItemDelete),
+    (
+        {
+            "type": "conversation.item.truncate",
+            "item_id": "item_1",
+            "content_index": 0,
+            "audio_end_ms": 250,
+        },
+        cmd.ItemTruncate,
+    ),  # fmt: skip
+    ({"type": "response.create", "response": {"instructions": "Shout."}}, cmd.ResponseCreate),
+    ({"type": "response.create"}, cmd.ResponseCreate),
+    ({"type": "response.cancel", "response_id": "resp_1"}, cmd.ResponseCancel),
+    ({"type": "output_audio_buffer.clear"}, cmd.OutputAudioClear),
+]
+
+
+@pytest.mark.parametrize(("event", "command"), EXAMPLES)
+def test_every_event_type_parses_into_its_command(event: dict[str, Any], command: type) -> None:
+    CLIENT_EVENT.validate_python(event)  # the example is one the SDK itself would send
+    parsed = cmd.parse({**event, "event_id": "evt_1"})
+    assert type(parsed) is command and parsed.event_id == "evt_1"
+
+
+def test_a_session_update_becomes_option_changes() -> None:
+    parsed = cmd.parse(EXAMPLES[0][0])
+    assert isinstance(parsed, cmd.SessionUpdate)
+    changes = to_changes(parsed.session)
+    assert (changes.instructions, changes.voice, changes.speed) == ("Be brief.", "test", 1.5)
+    assert changes.turn_detection == TurnDetectionChange(silence_ms=700, aggressiveness=3)
+    assert not changes.manual_turns and changes.transcription is None
+    manual = to_changes(SessionConfig.model_validate(
+        {"audio": {"input": {"turn_detection": None, "transcription": None}}}
+    ))  # fmt: skip
+    assert manual.manual_turns and manual.turn_detection is None
+    assert manual.transcription is False
+    untouched = to_changes(SessionConfig.model_validate({"instructions": "x"}))
+    assert not untouched.manual_turns and untouched.turn_detection is None
+
+
+REFUSED: list[tuple[dict[str, Any], str, str | None]] = [
+    ({"type": "session.delete"}, "unknown_event", None),
+    ({"type": 7}, "unknown_event", None),
+    ({"no": "type"}, "unknown_event", None),
+    (
+        {"type": "session.update", "session": {"instructions": 42}},
+        "invalid_value",
+        "session.instructions",
+    ),  # fmt: skip
+    (
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}},
+        },
+        "invalid_value",
+        "session.audio.input.turn_detection.type",
+    ),  # fmt: skip
+    (
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+        },
+        "invalid_value",
+        "session.audio.input.format",
+    ),  # fmt: skip
+    (
+        {"type": "session.update", "session": {"audio": {"output": {"speed": 3}}}},
+        "invalid_value",
+        "session.audio.output.speed",
+    ),  # fmt: skip
+    (
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"turn_detection": {"threshold": 2}}}},
+        },
+        "invalid_value",
+        "session.audio.input.turn_detection.threshold",
+    ),  # fmt: skip
+    ({"type": "input_audio_buffer.append"}, "invalid_value", "audio"),
+    (
+        {"type": "conversation.item.create", "item": {"type": "function_call_output"}},
+        "invalid_value",
+        "item.type",
+    ),  # fmt: skip
+    (
+        {"type": "conversation.item.create", "item": {"type": "message", "role": "user"}},
+        "invalid_value",
+        "item.content",
+    ),  # fmt: skip
+    (
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "message", "role": "robot", "content": [{"text": "hi"}]},
+        },
+        "invalid_value",
+        "item.role",
+    ),  # fmt: skip
+    ({"type": "conversation.item.delete"}, "invalid_value", "item_id"),
+    (
+        {"type": "conversation.item.truncate", "item_id": "item_1", "audio_end_ms": "soon"},
+        "invalid_value",
+        "audio_end_ms",
+    ),  # fmt: skip
+    (
+        {"type": "conversation.item.truncate", "item_id": "item_1", "audio_end_ms": -5},
+        "invalid_value",
+        "audio_end_ms",
+    ),  # fmt: skip
+    (
+        {"type": "response.create", "response": {"instructions": ["no"]}},
+        "invalid_value",
+        "response.instructions",
+    ),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize(("event", "code", "param"), REFUSED)
+def test_bad_events_are_refused_with_code_and_param(
+    event: dict[str, Any], code: str, param: str | None
+) -> None:
+    with pytest.raises(cmd.BadEvent) as refused:
+        cmd.parse(event)
+    assert (refused.value.code, refused.value.param) == (code, param)
+    message = str(refused.value)
+    assert message and (param is None or message.startswith(param)), message
+    if code == "unknown_event":
+        assert repr(event.get("type")) in message
+
+
+def test_refusals_say_what_is_supported() -> None:
+    with pytest.raises(cmd.BadEvent, match="'semantic_vad' is not supported; use server_vad"):
+        cmd.parse(REFUSED[4][0])
+    with pytest.raises(cmd.BadEvent, match="only audio/pcm .* at 24000 Hz"):
+        cmd.parse(REFUSED[5][0])
+    with pytest.raises(cmd.BadEvent, match="'function_call_output' are not supported"):
+        cmd.parse(REFUSED[9][0])
+    assert cmd.event_id_of({"event_id": "evt_9"}) == "evt_9"
+    assert cmd.event_id_of({"event_id": 9}) is None

@@ -1,0 +1,251 @@
+"""The Realtime dialect driving a session (engine doubles, no network): client
+events in as JSON text, server events out, each checked against the openai
+SDK's own models (openai.types.realtime)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+import numpy as np
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from app.realtime.dialect import RealtimeDialect
+from app.session.responders import EchoResponder, Responder
+from tests.session.fakes import FakeLLM, FakeSTT, make_session, noise, silence
+from tests.support.realtime import create_user_text
+
+SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
+
+
+class Wire(list[dict[str, Any]]):
+    """The event channel: what the dialect sent, decoded."""
+
+    max_message_bytes = 64 * 1024
+
+    def send_text(self, text: str, *, droppable: bool = False) -> None:
+        self.append(json.loads(text))
+
+
+class Client:
+    """A dialect on a session with engine doubles; sends events as a client would."""
+
+    def __init__(self, responder: Responder | None = None, *, webrtc: bool = True) -> None:
+        self.wire = Wire()
+        self.dialect = RealtimeDialect(self.wire, model="test-model", webrtc=webrtc)
+        self.session, _, self.audio, self.engines = make_session(
+            also=self.dialect.deliver, responder=responder
+        )
+        self.dialect.attach(self.session)
+
+    def send(self, event: dict[str, Any] | str) -> None:
+        self.dialect.receive(event if isinstance(event, str) else json.dumps(event))
+
+    def kinds(self) -> list[str]:
+        return [event["type"] for event in self.wire]
+
+    def errors(self) -> list[str]:
+        return [event["error"]["code"] for event in self.wire if event["type"] == "error"]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.wire if event["type"] == kind]
+
+    async def wait_for(self, kind: str, count: int = 1, timeout_s: float = 6.0) -> None:
+        for _ in range(int(timeout_s / 0.02)):
+            if self.kinds().count(kind) >= count:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"fewer than {count} {kind}: {self.kinds()}")
+
+    def assert_sdk_parses(self) -> None:
+        for event in self.wire:
+            SERVER_EVENT.validate_python(event)
+
+
+async def test_a_text_turn_gets_a_spoken_reply_with_per_response_instructions() -> None:
+    client = Client()
+    assert isinstance(client.engines.llm, FakeLLM)
+    client.dialect.opened()
+    created = client.wire[0]
+    assert created["type"] == "session.created" and created["session"]["model"] == "test-model"
+    client.send(create_user_text("Hello there"))
+    client.send({"type": "response.create", "response": {"instructions": "Be kind."}})
+    await client.wait_for("response.done")
+    assert client.of("response.done")[0]["response"]["status"] == "completed"
+    assert client.engines.llm.prompts[0] == [
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "Hello there"},
+    ]
+    assert client.audio.writes, "the reply was spoken"
+    kinds = client.kinds()
+    assert [k for k in kinds if k.startswith(("conversation.item", "response."))][:6] == [
+        "conversation.item.added",
+        "conversation.item.done",
+        "response.created",
+        "response.output_item.added",
+        "conversation.item.added",
+        "response.content_part.added",
+    ]
+    deltas = "".join(e["delta"] for e in client.of("response.output_audio_transcript.delta"))
+    assert deltas == client.of("response.output_audio_transcript.done")[0]["transcript"]
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_session_update_changes_voice_instructions_and_turn_detection() -> None:
+    client = Client()
+    client.send(
+        {"type": "session.update",
+         "session": {"instructions": "Speak like a pirate.",
+                     "audio": {"output": {"voice": "other", "speed": 1.2},
+                               "input": {"turn_detection": {"type": "server_vad",
+                                                            "silence_duration_ms": 710,
+                                                            "threshold": 0.9,
+                                                            "create_response": False}}}}}
+    )  # fmt: skip
+    updated = client.wire[-1]
+    assert updated["type"] == "session.updated"
+    detection = updated["session"]["audio"]["input"]["turn_detection"]
+    assert detection["silence_duration_ms"] == 720, "snapped to 20 ms frames"
+    assert detection["threshold"] == 0.75 and detection["create_response"] is False
+    assert updated["session"]["audio"]["output"] == {
+        "format": {"type": "audio/pcm", "rate": 24000}, "voice": "other", "speed": 1.2,
+    }  # fmt: skip
+    # create_response false: the turn is transcribed and kept, not answered.
+    client.session.push_audio(silence(300) + noise(800) + silence(1000))
+    await client.wait_for("conversation.item.done")
+    await asyncio.sleep(0.2)
+    assert "response.created" not in client.kinds() and len(client.session.history) == 1
+    # Bad updates change nothing and say why.
+    for bad in [{"audio": {"output": {"voice": "nobody"}}},
+                {"audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}},
+                {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+                {"instructions": 42},
+                {"instructions": "Hush.", "audio": {"output": {"voice": "nobody"}}}]:  # fmt: skip
+        client.send({"type": "session.update", "event_id": "evt_bad", "session": bad})
+    assert client.errors() == ["invalid_value"] * 5
+    refusals = [e["error"] for e in client.of("error")]
+    assert refusals[0]["param"] == "session.audio.output.voice"
+    assert "available: test, other" in refusals[0]["message"]
+    assert {error["event_id"] for error in refusals} == {"evt_bad"}
+    options = client.session.options
+    assert (options.voice, options.instructions) == ("other", "Speak like a pirate.")
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_manual_turns_append_commit_clear_and_delete() -> None:
+    client = Client()
+    assert isinstance(client.engines.stt, FakeSTT)
+    client.send(
+        {"type": "session.update", "session": {"audio": {"input": {"turn_detection": None}}}}
+    )
+    speech = np.frombuffer(noise(600), dtype=np.int16)
+    chunk = base64.b64encode(np.repeat(speech, 3)[::2].tobytes()).decode()  # ~24 kHz
+    client.send({"type": "input_audio_buffer.append", "audio": chunk})
+    client.send({"type": "input_audio_buffer.clear"})
+    client.send({"type": "input_audio_buffer.commit"})  # nothing left
+    assert client.kinds()[-2:] == ["input_audio_buffer.cleared", "error"]
+    assert client.errors() == ["input_audio_buffer_commit_empty"]
+    client.send({"type": "input_audio_buffer.append", "audio": chunk})
+    client.send({"type": "input_audio_buffer.commit"})
+    await client.wait_for("response.done")
+    assert "input_audio_buffer.speech_started" not in client.kinds(), "no VAD in manual mode"
+    assert 550 < client.engines.stt.heard[-1] / 32 < 650, "600 ms committed, resampled to 16 kHz"
+    user_item = client.of("input_audio_buffer.committed")[0]["item_id"]
+    client.send({"type": "conversation.item.delete", "item_id": user_item})
+    deleted = client.wire[-1]
+    assert deleted == {"type": "conversation.item.deleted", "event_id": deleted["event_id"],
+                       "item_id": user_item}  # fmt: skip
+    assert [m.role for m in client.session.history.messages()] == ["assistant"]
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_bad_client_events_get_clear_errors_and_the_session_goes_on() -> None:
+    client = Client()
+    bad: list[dict[str, Any] | str] = [
+        {"type": "input_audio_buffer.append", "audio": "not base64!"},
+        {"type": "input_audio_buffer.append", "audio": base64.b64encode(b"abc").decode()},
+        {"type": "input_audio_buffer.append"},
+        {"type": "conversation.item.create", "item": {"type": "function_call_output"}},
+        {"type": "conversation.item.create", "item": {"type": "message", "role": "user"}},
+        {"type": "conversation.item.delete", "item_id": "item_missing"},
+        {"type": "response.cancel"},
+        {"type": "output_audio_buffer.clear"},
+        {"type": "conversation.item.truncate", "item_id": "item_nope", "audio_end_ms": 10},
+        {"type": "session.delete"},
+        {"type": 7},
+        "{oops",
+        "x" * (Wire.max_message_bytes + 1),
+    ]
+    for event in bad:
+        client.send(event)
+    assert client.errors() == [
+        "invalid_audio", "invalid_audio", "invalid_value", "invalid_value", "invalid_value",
+        "item_not_found", "response_cancel_not_active", "output_audio_buffer_empty",
+        "item_not_found", "unknown_event", "invalid_event", "invalid_json", "invalid_message",
+    ]  # fmt: skip
+    assert all(e["error"]["type"] == "invalid_request_error" for e in client.wire)
+    assert [e["error"]["param"] for e in client.wire[:3]] == ["audio", "audio", "audio"]
+    client.assert_sdk_parses()
+    # Still working: a text turn is answered, one response at a time.
+    client.send(create_user_text("Still there?"))
+    client.send({"type": "conversation.item.create", "item": {
+        "id": client.of("conversation.item.added")[0]["item"]["id"], "type": "message",
+        "role": "user", "content": [{"type": "input_text", "text": "Again"}]}})  # fmt: skip
+    assert client.errors()[-1] == "invalid_value", "an item id is used once"
+    client.send({"type": "response.create"})
+    client.send({"type": "response.create"})
+    await client.wait_for("response.done")
+    assert client.errors()[-1] == "conversation_already_has_active_response"
+    await client.session.close()
+
+
+async def test_truncating_and_cancelling_the_reply_being_heard() -> None:
+    client = Client()
+    client.send(create_user_text("Tell me."))
+    client.send({"type": "response.create"})
+    await client.wait_for("output_audio_buffer.started")
+    reply = client.of("response.created")[0]["response"]["id"]
+    item = client.of("response.output_item.added")[0]["item"]["id"]
+    client.send({"type": "conversation.item.delete", "item_id": item})
+    assert client.errors() == ["invalid_value"], "an item being spoken cannot be deleted"
+    client.send({"type": "response.cancel", "response_id": "resp_other"})
+    assert client.errors()[-1] == "response_cancel_not_active"
+    client.send({"type": "conversation.item.truncate", "item_id": item, "audio_end_ms": 0})
+    done = client.of("response.done")[0]["response"]
+    assert (done["id"], done["status"]) == (reply, "cancelled")
+    assert done["status_details"]["reason"] == "client_cancelled"
+    assert client.of("conversation.item.truncated")[0]["audio_end_ms"] == 0
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_over_a_websocket_the_audio_is_in_the_events_not_on_a_track() -> None:
+    client = Client(webrtc=False)
+    client.send(create_user_text("Hello there"))
+    client.send({"type": "response.create"})
+    await client.wait_for("response.done")
+    assert not [kind for kind in client.kinds() if kind.startswith("output_audio_buffer.")]
+    # What the socket plays is labelled with the reply it belongs to.
+    delta = json.loads(client.dialect.audio_delta(b"\x00\x01"))
+    created = client.of("response.created")[0]["response"]["id"]
+    assert (delta["type"], delta["response_id"], delta["delta"]) == (
+        "response.output_audio.delta", created, base64.b64encode(b"\x00\x01").decode(),
+    )  # fmt: skip
+    SERVER_EVENT.validate_python(delta)
+    await client.session.close()
+
+
+async def test_echo_cannot_answer_text_and_says_so() -> None:
+    client = Client(EchoResponder())
+    client.send({"type": "response.create"})
+    assert client.errors() == ["unsupported_in_echo_mode"]
+    # Any voice goes: the echo has none of its own.
+    client.send({"type": "session.update", "session": {"audio": {"output": {"voice": "x"}}}})
+    assert client.kinds()[-1] == "session.updated"
+    await client.session.close()

@@ -1,0 +1,144 @@
+"""Every session message becomes Realtime server events that the official SDK's
+own models accept (openai.types.realtime.RealtimeServerEvent), in the GA order."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from app.realtime.server_events import for_message
+from app.session import messages as msg
+
+SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
+TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}
+
+EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
+    (msg.SpeechStarted("item_u", 1200), ["input_audio_buffer.speech_started"]),
+    (msg.SpeechStopped("item_u", 2400), ["input_audio_buffer.speech_stopped"]),
+    (
+        msg.InputCommitted("item_u", "item_0"),
+        ["input_audio_buffer.committed", "conversation.item.added"],
+    ),  # fmt: skip
+    (
+        msg.UserTranscribed("item_u", "Where is it?", 1.2),
+        ["conversation.item.input_audio_transcription.completed", "conversation.item.done"],
+    ),  # fmt: skip
+    (
+        msg.TextItemAdded("item_t", "user", "Hi", "item_u"),
+        ["conversation.item.added", "conversation.item.done"],
+    ),  # fmt: skip
+    (
+        msg.TextItemAdded("item_s", "system", "Be kind", None),
+        ["conversation.item.added", "conversation.item.done"],
+    ),  # fmt: skip
+    (
+        msg.TextItemAdded("item_a", "assistant", "Hello", None),
+        ["conversation.item.added", "conversation.item.done"],
+    ),  # fmt: skip
+    (msg.ItemDeleted("item_t"), ["conversation.item.deleted"]),
+    (msg.ItemTruncated("item_a", 250), ["conversation.item.truncated"]),
+    (
+        msg.ReplyStarted("resp_1", "item_r", "item_u"),
+        [
+            "response.created",
+            "response.output_item.added",
+            "conversation.item.added",
+            "response.content_part.added",
+        ],
+    ),  # fmt: skip
+    (msg.ReplyAudioStarted("resp_1"), ["output_audio_buffer.started"]),
+    (msg.ClauseSpoken("resp_1", "item_r", "It is"), ["response.output_audio_transcript.delta"]),
+    (msg.ReplyAudioStopped("resp_1"), ["output_audio_buffer.stopped"]),
+    (msg.ReplyAudioCleared("resp_1"), ["output_audio_buffer.cleared"]),
+    (
+        msg.ReplyEnded("resp_1", "item_r", "completed", "It is here.", "item_u", TIMINGS),
+        [
+            "response.output_audio.done",
+            "response.output_audio_transcript.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "conversation.item.done",
+            "response.done",
+        ],
+    ),  # fmt: skip
+    (
+        msg.ReplyEnded(
+            "resp_2",
+            "item_r",
+            "cancelled",
+            "It",
+            "item_u",
+            TIMINGS,
+            reason="turn_detected",
+            heard_ms=310,
+        ),
+        [
+            "conversation.item.truncated",
+            "response.output_audio.done",
+            "response.output_audio_transcript.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "conversation.item.done",
+            "response.done",
+        ],
+    ),  # fmt: skip
+    (
+        msg.ReplyEnded("resp_3", "item_r", "failed", "", "item_u", error="LLM unreachable"),
+        [
+            "response.output_audio.done",
+            "response.output_audio_transcript.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "conversation.item.done",
+            "response.done",
+        ],
+    ),  # fmt: skip
+    (msg.Problem("engine_error", "LLM unreachable"), ["error"]),
+]
+
+
+def test_every_message_type_is_covered() -> None:
+    covered = {type(message) for message, _ in EXPECTED}
+    assert covered == set(typing.get_args(msg.SessionMessage))
+
+
+@pytest.mark.parametrize(("message", "types"), EXPECTED)
+def test_each_message_becomes_events_the_sdk_accepts(
+    message: msg.SessionMessage, types: list[str]
+) -> None:
+    events = for_message(message)
+    assert [event["type"] for event in events] == types
+    for event in events:
+        parsed = SERVER_EVENT.validate_python(event, strict=True)
+        assert parsed.type == event["type"]
+    assert len({event["event_id"] for event in events}) == len(events)
+
+
+def test_what_the_events_say() -> None:
+    (done,) = [e for e in for_message(EXPECTED[15][0]) if e["type"] == "response.done"]
+    response = done["response"]
+    assert response["status"] == "cancelled"
+    assert response["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    assert response["timings_ms"] == TIMINGS
+    assert response["output"][0]["status"] == "incomplete"
+    assert response["output"][0]["content"][0]["transcript"] == "It"
+    truncated = for_message(EXPECTED[15][0])[0]
+    assert (truncated["item_id"], truncated["audio_end_ms"]) == ("item_r", 310)
+
+    (failed,) = [e for e in for_message(EXPECTED[16][0]) if e["type"] == "response.done"]
+    details = failed["response"]["status_details"]
+    assert details["type"] == "failed" and "reason" not in details, "the SDK knows no such reason"
+    assert details["error"] == {"type": "server_error", "message": "LLM unreachable"}
+
+    error = for_message(EXPECTED[17][0])[0]["error"]
+    assert error == {"type": "server_error", "message": "LLM unreachable", "code": "engine_error"}
+
+    transcribed = EXPECTED[3][0]
+    assert [e["type"] for e in for_message(transcribed, transcription=False)] == [
+        "conversation.item.done"
+    ]
+    item = for_message(transcribed)[1]["item"]
+    assert item["content"] == [{"type": "input_audio", "transcript": "Where is it?"}]

@@ -1,0 +1,124 @@
+"""The session's verbs and the typed messages they lead to, with engine doubles."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.session import messages as msg
+from app.session.options import OptionChanges, TurnDetectionChange
+from app.session.refusals import (
+    ItemExists,
+    ItemInUse,
+    NothingToCommit,
+    OptionError,
+    ResponseInProgress,
+    UnknownItem,
+)
+from tests.session.fakes import FakeLLM, FakeSTT, kinds, make_session, noise, silence, wait_for
+
+
+async def test_configure_changes_all_or_nothing() -> None:
+    session, sent, _, engines = make_session()
+    assert isinstance(engines.llm, FakeLLM)
+    session.configure(
+        OptionChanges(
+            instructions="Speak like a pirate.",
+            voice="other",
+            speed=1.2,
+            turn_detection=TurnDetectionChange(silence_ms=710, aggressiveness=3),
+        )
+    )
+    options = session.options
+    assert (options.instructions, options.voice, options.speed) == (
+        "Speak like a pirate.", "other", 1.2,
+    )  # fmt: skip
+    assert options.vad is not None
+    assert (options.vad.silence_ms, options.vad.aggressiveness) == (720, 3), "snapped to frames"
+    with pytest.raises(OptionError) as refused:
+        session.configure(OptionChanges(instructions="Whisper.", voice="nobody"))
+    assert refused.value.option == "voice"
+    with pytest.raises(OptionError) as refused:
+        session.configure(OptionChanges(turn_detection=TurnDetectionChange(silence_ms=20)))
+    assert refused.value.option == "turn_detection"
+    assert session.options == options, "a refused change leaves everything as it was"
+    # The instructions are the prompt's system message.
+    session.add_item("user", "Ahoy?")
+    session.create_response()
+    await wait_for(sent, msg.ReplyEnded)
+    assert engines.llm.prompts[0][0] == {"role": "system", "content": "Speak like a pirate."}
+    await session.close()
+
+
+async def test_without_create_response_a_turn_is_kept_but_not_answered() -> None:
+    session, sent, _, _ = make_session()
+    session.configure(OptionChanges(turn_detection=TurnDetectionChange(create_response=False)))
+    session.push_audio(silence(300) + noise(800) + silence(1000))
+    await wait_for(sent, msg.UserTranscribed)
+    await asyncio.sleep(0.2)
+    assert "ReplyStarted" not in kinds(sent) and len(session.history) == 1
+    await session.close()
+
+
+async def test_manual_turns_commit_clear_and_delete() -> None:
+    session, sent, _, engines = make_session()
+    assert isinstance(engines.stt, FakeSTT)
+    session.configure(OptionChanges(manual_turns=True))
+    assert session.options.vad is None
+    session.push_audio(noise(600))
+    session.clear_input()
+    with pytest.raises(NothingToCommit):
+        session.commit_input()
+    session.push_audio(noise(600))
+    session.commit_input()
+    await wait_for(sent, msg.ReplyEnded)
+    assert "SpeechStarted" not in kinds(sent), "no VAD in manual mode"
+    assert engines.stt.heard == [600 * 32]
+    committed = sent.nth(msg.InputCommitted)
+    assert sent.nth(msg.UserTranscribed).item_id == committed.item_id
+    session.delete_item(committed.item_id)
+    assert sent[-1] == msg.ItemDeleted(committed.item_id)
+    assert [m.role for m in session.history.messages()] == ["assistant"]
+    with pytest.raises(UnknownItem):
+        session.delete_item(committed.item_id)
+    # Back to automatic turns: the VAD hears the next one by itself.
+    session.configure(OptionChanges(turn_detection=TurnDetectionChange()))
+    session.push_audio(silence(300) + noise(800) + silence(700))
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    await session.close()
+
+
+async def test_typed_items_and_one_response_at_a_time() -> None:
+    session, sent, audio, engines = make_session()
+    assert isinstance(engines.llm, FakeLLM)
+    session.add_item("system", "Be kind.", "item_sys")
+    session.add_item("user", "Hello there")
+    with pytest.raises(ItemExists):
+        session.add_item("user", "Again", "item_sys")
+    added = sent.of(msg.TextItemAdded)
+    assert [(m.item_id, m.role, m.previous_item_id) for m in added][0] == (
+        "item_sys", "system", None,
+    )  # fmt: skip
+    assert added[1].previous_item_id == "item_sys"
+    session.create_response("Be brief.")
+    with pytest.raises(ResponseInProgress):
+        session.create_response()
+    await wait_for(sent, msg.ReplyAudioStarted)
+    reply = session.reply
+    assert reply is not None
+    with pytest.raises(ItemInUse):
+        session.delete_item(reply.item_id)
+    await wait_for(sent, msg.ReplyEnded)
+    assert engines.llm.prompts[0] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "Hello there"},
+    ]
+    ended = sent.nth(msg.ReplyEnded)
+    assert ended.status == "completed" and ended.text == "Sure, here is the answer you asked for."
+    spoken = "".join(m.delta for m in sent.of(msg.ClauseSpoken))
+    assert spoken == ended.text
+    assert kinds(sent)[-2:] == ["ReplyAudioStopped", "ReplyEnded"]
+    assert audio.writes, "the reply was spoken"
+    await session.close()
