@@ -14,6 +14,15 @@ from app.session import messages as msg
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
 TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}
+# How every reply ends, whatever its status.
+REPLY_DONE = [
+    "response.output_audio.done",
+    "response.output_audio_transcript.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "conversation.item.done",
+    "response.done",
+]
 
 EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
     (msg.SpeechStarted("item_u", 1200), ["input_audio_buffer.speech_started"]),
@@ -21,23 +30,23 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
     (
         msg.InputCommitted("item_u", "item_0"),
         ["input_audio_buffer.committed", "conversation.item.added"],
-    ),  # fmt: skip
+    ),
     (
         msg.UserTranscribed("item_u", "Where is it?", 1.2),
         ["conversation.item.input_audio_transcription.completed", "conversation.item.done"],
-    ),  # fmt: skip
+    ),
     (
         msg.TextItemAdded("item_t", "user", "Hi", "item_u"),
         ["conversation.item.added", "conversation.item.done"],
-    ),  # fmt: skip
+    ),
     (
         msg.TextItemAdded("item_s", "system", "Be kind", None),
         ["conversation.item.added", "conversation.item.done"],
-    ),  # fmt: skip
+    ),
     (
         msg.TextItemAdded("item_a", "assistant", "Hello", None),
         ["conversation.item.added", "conversation.item.done"],
-    ),  # fmt: skip
+    ),
     (msg.ItemDeleted("item_t"), ["conversation.item.deleted"]),
     (msg.ItemTruncated("item_a", 250), ["conversation.item.truncated"]),
     (
@@ -48,22 +57,15 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
             "conversation.item.added",
             "response.content_part.added",
         ],
-    ),  # fmt: skip
+    ),
     (msg.ReplyAudioStarted("resp_1"), ["output_audio_buffer.started"]),
     (msg.ClauseSpoken("resp_1", "item_r", "It is"), ["response.output_audio_transcript.delta"]),
     (msg.ReplyAudioStopped("resp_1"), ["output_audio_buffer.stopped"]),
     (msg.ReplyAudioCleared("resp_1"), ["output_audio_buffer.cleared"]),
     (
         msg.ReplyEnded("resp_1", "item_r", "completed", "It is here.", "item_u", TIMINGS),
-        [
-            "response.output_audio.done",
-            "response.output_audio_transcript.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "conversation.item.done",
-            "response.done",
-        ],
-    ),  # fmt: skip
+        REPLY_DONE,
+    ),
     (
         msg.ReplyEnded(
             "resp_2",
@@ -75,27 +77,12 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
             reason="turn_detected",
             heard_ms=310,
         ),
-        [
-            "conversation.item.truncated",
-            "response.output_audio.done",
-            "response.output_audio_transcript.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "conversation.item.done",
-            "response.done",
-        ],
-    ),  # fmt: skip
+        ["conversation.item.truncated", *REPLY_DONE],
+    ),
     (
         msg.ReplyEnded("resp_3", "item_r", "failed", "", "item_u", error="LLM unreachable"),
-        [
-            "response.output_audio.done",
-            "response.output_audio_transcript.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "conversation.item.done",
-            "response.done",
-        ],
-    ),  # fmt: skip
+        REPLY_DONE,
+    ),
     (msg.Problem("engine_error", "LLM unreachable"), ["error"]),
 ]
 
