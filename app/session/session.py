@@ -246,13 +246,12 @@ class Session:
         """The user's turn is over: a user item exists; transcribe it, maybe answer it."""
         item_id, self._item_id = self._item_id, new_id("item")
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
-        respond = self.options.create_response
         turn, self._speculative = self._speculative, None
         if turn is not None:
-            turn.respond = respond
             turn.confirm()
             log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
         else:
+            respond = self.options.create_response
             self._enqueue(UserTurn(self.id, audio, item_id, ended=True, respond=respond))
 
     def _buffer_manual(self, pcm16k: bytes) -> None:
@@ -283,7 +282,9 @@ class Session:
         """
         if self.busy:
             return
-        self._speculative = UserTurn(self.id, audio, self._item_id, ended=False)
+        # Whether to answer is known now: changing turn detection drops the speculation.
+        respond = self.options.create_response
+        self._speculative = UserTurn(self.id, audio, self._item_id, ended=False, respond=respond)
         self._jobs.put_nowait(self._speculative)
         log.debug("speculating on a pause", extra={"session_id": self.id})
 

@@ -17,6 +17,7 @@ from app.session.refusals import (
     UnknownItem,
 )
 from tests.session.fakes import FakeLLM, FakeSTT, kinds, make_session, noise, silence, wait_for
+from tests.session.test_bargein import play_script
 
 
 async def test_configure_changes_all_or_nothing() -> None:
@@ -121,4 +122,16 @@ async def test_typed_items_and_one_response_at_a_time() -> None:
     assert spoken == ended.text
     assert kinds(sent)[-2:] == ["ReplyAudioStopped", "ReplyEnded"]
     assert audio.writes, "the reply was spoken"
+    await session.close()
+
+
+async def test_without_create_response_a_speculative_turn_is_not_answered_either() -> None:
+    """Spoken in real time, the transcript is ready before the turn ends."""
+    session, sent, audio, _ = make_session()
+    session.configure(OptionChanges(turn_detection=TurnDetectionChange(create_response=False)))
+    await play_script(session, [(0.0, silence(300)), (0.3, noise(800)), (1.1, silence(1000))])
+    await wait_for(sent, msg.UserTranscribed)
+    await asyncio.sleep(0.3)
+    assert "ReplyStarted" not in kinds(sent) and audio.writes == []
+    assert len(session.history) == 1
     await session.close()
