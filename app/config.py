@@ -28,6 +28,13 @@ class ServerSettings(BaseModel):
         description="If set, /offer, /v1/realtime/calls and the Realtime WebSocket require "
         "'Authorization: Bearer <api_key>'. Empty: any token, or none, is accepted.",
     )
+    # NoDecode: the env value is a comma-separated list, not JSON.
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Web origins (scheme://host:port, comma separated; * for any) whose pages "
+        "may open the Realtime WebSocket, besides this server's own. Clients that are not "
+        "browsers send no Origin and are not affected.",
+    )
     opus_dtx: bool = Field(
         True,
         description="While the agent is silent, send one Opus packet every 400 ms instead "
@@ -35,7 +42,7 @@ class ServerSettings(BaseModel):
         "expects an unbroken RTP stream.",
     )
 
-    @field_validator("ice_servers", mode="before")
+    @field_validator("ice_servers", "allowed_origins", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -15,7 +15,7 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from app.api.auth import websocket_key_ok
+from app.api.auth import chosen_subprotocol, key_matches, origin_allowed, websocket_token
 from app.calls import CallManager
 from app.errors import NotReady, SessionLimitReached
 from app.realtime import server_events as events
@@ -32,10 +32,16 @@ TRY_AGAIN_LATER = 1013
 async def realtime(websocket: WebSocket) -> None:
     """`?model=` is accepted and ignored: the server runs the model it was started with."""
     calls: CallManager = websocket.app.state.calls
-    if not websocket_key_ok(websocket, calls.settings.server.api_key):
+    server = calls.settings.server
+    # Refused before the handshake completes: the client sees HTTP 403.
+    if not origin_allowed(websocket, server.allowed_origins):
+        log.warning("refused a WebSocket from origin %s", websocket.headers.get("origin"))
+        await websocket.close(POLICY_VIOLATION, "origin not allowed")
+        return
+    if not key_matches(server.api_key, websocket_token(websocket)):
         await websocket.close(POLICY_VIOLATION, "missing or wrong API key")
         return
-    await websocket.accept()
+    await websocket.accept(subprotocol=chosen_subprotocol(websocket))
     try:
         await calls.serve_websocket(websocket)
     except SessionLimitReached as exc:

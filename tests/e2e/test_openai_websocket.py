@@ -131,3 +131,35 @@ async def test_websocket_bad_input_and_a_full_pool(
         while "response.done" not in kinds:
             kinds.append(json.loads(await ws.recv())["type"])
         assert "response.output_audio.delta" in kinds
+
+
+async def test_browser_style_handshakes_subprotocols_keys_and_origins(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """What a browser SDK sends: subprotocols for the protocol and the key (a browser
+    cannot set headers), and an Origin that only allowed pages get through."""
+    server = start_server(
+        "--agent", "echo", "--max-sessions", "2", "--server-api-key", "s3cret",
+        "--server-allowed-origins", "https://app.example",
+    )  # fmt: skip
+    url = server.url.replace("http://", "ws://") + "/v1/realtime?model=x"
+    sdk = ["realtime", "openai-insecure-api-key.s3cret", "openai-agents-sdk.0.20.0"]
+    for origin in (None, "https://app.example", server.url):
+        async with websockets.connect(url, subprotocols=sdk, origin=origin) as ws:
+            assert ws.subprotocol == "realtime", "a browser needs one of its offers chosen"
+            assert json.loads(await ws.recv())["type"] == "session.created"
+    # The key in a header works as before, and no subprotocol is chosen if none is offered.
+    headers = {"Authorization": "Bearer s3cret"}
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        assert ws.subprotocol is None
+        assert json.loads(await ws.recv())["type"] == "session.created"
+    refusals = [
+        {"subprotocols": ["realtime", "openai-insecure-api-key.wrong"]},
+        {"subprotocols": ["realtime"]},
+        {"subprotocols": sdk, "origin": "https://evil.example"},
+    ]
+    for refusal in refusals:
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(url, **refusal):
+                pass
+        assert refused.value.response.status_code == 403, refusal
