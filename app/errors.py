@@ -35,9 +35,11 @@ class NotReady(VoiceAgentError):
 
 
 class EngineError(VoiceAgentError):
-    """An engine failed. `retryable` says whether the same request may work later."""
+    """An engine failed. `retryable` says whether the same request may work later;
+    `code` is what the client is told."""
 
     type = "engine_error"
+    code = "engine_error"
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)

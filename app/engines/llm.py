@@ -31,7 +31,11 @@ class ChatMessage(TypedDict):
 class ChatLLM(Protocol):
     model_name: str
 
-    def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]: ...
+    def stream(
+        self, messages: list[ChatMessage], *, max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
+        """Text deltas of the reply; `max_tokens` None: llm.max_tokens."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -77,14 +81,16 @@ class OpenAICompatLLM:
             time.perf_counter() - started,
         )
 
-    async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
+    async def stream(
+        self, messages: list[ChatMessage], *, max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
         if not self.model_name:
             await self.start()
         body = {
             "model": self.model_name,
             "messages": messages,
             "stream": True,
-            "max_tokens": self._settings.max_tokens,
+            "max_tokens": max_tokens or self._settings.max_tokens,
             "temperature": self._settings.temperature,
         }
         try:
@@ -189,12 +195,13 @@ class LlamaCppLLM:
             if delta:
                 yield delta
 
-    async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
+    async def stream(
+        self, messages: list[ChatMessage], *, max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
         # A few tokens of slack only: when the reader (TTS) falls behind, the
         # worker blocks instead of racing ahead and taking the cores TTS needs.
-        tokens = self._gate.stream(
-            lambda: self._tokens(messages, self._settings.max_tokens), ahead=TOKEN_QUEUE_SIZE
-        )
+        limit = max_tokens or self._settings.max_tokens
+        tokens = self._gate.stream(lambda: self._tokens(messages, limit), ahead=TOKEN_QUEUE_SIZE)
         async with contextlib.aclosing(tokens):
             try:
                 async for delta in tokens:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -16,9 +18,21 @@ from app.errors import EngineError
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class WordScore:
+    word: str
+    logprob: float
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    text: str
+    words: tuple[WordScore, ...] | None = None  # with logprobs asked for: how sure, per word
+
+
 class SpeechToText(Protocol):
-    async def transcribe(self, pcm16k: bytes) -> str:
-        """16 kHz mono s16 PCM in, text out."""
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
+        """16 kHz mono s16 PCM in, text out; `logprobs`: with a score per word."""
         ...
 
     def close(self) -> None: ...
@@ -67,23 +81,35 @@ class WhisperSTT:
             time.perf_counter() - started,
         )
 
-    async def transcribe(self, pcm16k: bytes) -> str:
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
         if not pcm16k:
-            return ""
-        return await self._gate.run(self._transcribe_sync, s16_to_float(pcm16k))
+            return Transcript("", () if logprobs else None)
+        return await self._gate.run(self._transcribe_sync, s16_to_float(pcm16k), logprobs)
 
-    def _transcribe_sync(self, audio: np.ndarray) -> str:
-        if self._fast is not None and len(audio) <= FAST_MAX_S * 16_000:
-            return self._fast(audio)
-        segments, _info = self._model.transcribe(
-            audio,
-            language=self._settings.language or None,
-            beam_size=self._settings.beam_size,
-            without_timestamps=True,
-            condition_on_previous_text=False,
-            vad_filter=False,
+    def _transcribe_sync(self, audio: np.ndarray, logprobs: bool = False) -> Transcript:
+        if not logprobs and self._fast is not None and len(audio) <= FAST_MAX_S * 16_000:
+            return Transcript(self._fast(audio))
+        # Word scores come with word timestamps: the full path, and only when asked for.
+        segments = list(
+            self._model.transcribe(
+                audio,
+                language=self._settings.language or None,
+                beam_size=self._settings.beam_size,
+                without_timestamps=not logprobs,
+                word_timestamps=logprobs,
+                condition_on_previous_text=False,
+                vad_filter=False,
+            )[0]
         )
-        return " ".join(segment.text.strip() for segment in segments).strip()
+        text = " ".join(segment.text.strip() for segment in segments).strip()
+        if not logprobs:
+            return Transcript(text)
+        words = tuple(
+            WordScore(word.word, math.log(max(word.probability, 1e-12)))
+            for segment in segments
+            for word in segment.words or ()
+        )
+        return Transcript(text, words)
 
     def close(self) -> None:
         self._gate.close()

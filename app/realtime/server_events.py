@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from app.engines.stt import WordScore
 from app.ids import new_id
 from app.session import messages as msg
 
@@ -26,13 +27,15 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             return [speech_started(item_id, audio_start_ms)]
         case msg.SpeechStopped(item_id, audio_end_ms):
             return [speech_stopped(item_id, audio_end_ms)]
+        case msg.InputTimedOut(item_id, audio_start_ms, audio_end_ms):
+            return [input_timed_out(item_id, audio_start_ms, audio_end_ms)]
         case msg.InputCommitted(item_id, previous):
             return [input_committed(item_id, previous), item_added(user_item(item_id), previous)]
-        case msg.UserTranscribed(item_id, transcript, audio_s):
+        case msg.UserTranscribed(item_id, transcript, audio_s, words):
             done = item_done(user_item(item_id, transcript=transcript))
             if not transcription:
                 return [done]
-            return [transcription_completed(item_id, transcript, audio_s), done]
+            return [transcription_completed(item_id, transcript, audio_s, words), done]
         case msg.TextItemAdded(item_id, role, text, previous):
             item = text_item(item_id, role, text)
             return [item_added(item, previous), item_done(item, previous)]
@@ -40,14 +43,16 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             return [item_deleted(item_id)]
         case msg.ItemTruncated(item_id, audio_end_ms):
             return [item_truncated(item_id, audio_end_ms)]
-        case msg.ReplyStarted(response_id, item_id, previous):
-            item = assistant_item(item_id, "", "in_progress")
+        case msg.ReplyStarted(response_id, item_id, previous, modality):
+            item = assistant_item(item_id, "", "in_progress", modality)
             return [
-                response_created(response_id),
+                response_created(response_id, modality),
                 output_item("added", response_id, item),
                 item_added(item, previous),
-                content_part("added", response_id, item_id, ""),
+                content_part("added", response_id, item_id, "", modality),
             ]
+        case msg.TextWritten(response_id, item_id, delta):
+            return [_of_part("response.output_text.delta", response_id, item_id, delta=delta)]
         case msg.ReplyAudioStarted(response_id):
             return [output_audio_buffer("started", response_id)]
         case msg.ClauseSpoken(response_id, item_id, delta):
@@ -65,15 +70,20 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
 
 def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
     response_id, item_id, text = ended.response_id, ended.item_id, ended.text
-    item = assistant_item(
-        item_id, text, "completed" if ended.status == "completed" else "incomplete"
-    )
-    out = [item_truncated(item_id, ended.heard_ms)] if ended.heard_ms is not None else []
+    status = "completed" if ended.status == "completed" else "incomplete"
+    item = assistant_item(item_id, text, status, ended.modality)
+    if ended.modality == "text":
+        content = [_of_part("response.output_text.done", response_id, item_id, text=text)]
+    else:
+        content = [
+            audio_done(response_id, item_id),
+            transcript_done(response_id, item_id, text),
+        ]
+    cut = [item_truncated(item_id, ended.heard_ms)] if ended.heard_ms is not None else []
     return [
-        *out,
-        audio_done(response_id, item_id),
-        transcript_done(response_id, item_id, text),
-        content_part("done", response_id, item_id, text),
+        *cut,
+        *content,
+        content_part("done", response_id, item_id, text, ended.modality),
         output_item("done", response_id, item),
         item_done(item, ended.previous_item_id),
         response_done(
@@ -81,6 +91,7 @@ def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
             ended.status,
             output=[item],
             timings_ms=ended.timings_ms,
+            modality=ended.modality,
             reason=ended.reason,
             error={"type": "server_error", "message": ended.error} if ended.error else None,
         ),
@@ -105,28 +116,47 @@ def speech_stopped(item_id: str, audio_end_ms: int) -> Event:
     return _event("input_audio_buffer.speech_stopped", item_id=item_id, audio_end_ms=audio_end_ms)
 
 
-def transcription_completed(item_id: str, transcript: str, audio_s: float) -> Event:
-    return _event(
+def transcription_completed(
+    item_id: str, transcript: str, audio_s: float, words: tuple[WordScore, ...] | None = None
+) -> Event:
+    event = _event(
         "conversation.item.input_audio_transcription.completed",
         item_id=item_id,
         content_index=0,
         transcript=transcript,
         usage={"type": "duration", "seconds": round(audio_s, 3)},
     )
+    if words is not None:  # asked for with include: Whisper's words, not its tokens
+        event["logprobs"] = [
+            {"token": w.word, "logprob": w.logprob, "bytes": list(w.word.encode())} for w in words
+        ]
+    return event
 
 
-def _response(response_id: str, status: str, **fields: Any) -> dict[str, Any]:
+def input_timed_out(item_id: str, audio_start_ms: int, audio_end_ms: int) -> Event:
+    return _event(
+        "input_audio_buffer.timeout_triggered",
+        item_id=item_id,
+        audio_start_ms=audio_start_ms,
+        audio_end_ms=audio_end_ms,
+    )
+
+
+def _response(
+    response_id: str, status: str, modality: msg.Modality = "audio", **fields: Any
+) -> dict[str, Any]:
     return {
         "id": response_id,
         "object": "realtime.response",
         "status": status,
-        "output_modalities": ["audio"],
+        "output_modalities": [modality],
         **fields,
     }
 
 
-def response_created(response_id: str) -> Event:
-    return _event("response.created", response=_response(response_id, "in_progress", output=[]))
+def response_created(response_id: str, modality: msg.Modality = "audio") -> Event:
+    response = _response(response_id, "in_progress", modality, output=[])
+    return _event("response.created", response=response)
 
 
 def _of_part(type_: str, response_id: str, item_id: str, **fields: Any) -> Event:
@@ -146,14 +176,21 @@ def transcript_done(response_id: str, item_id: str, transcript: str) -> Event:
     )
 
 
-def assistant_item(item_id: str, transcript: str, status: str) -> dict[str, Any]:
+def assistant_item(
+    item_id: str, text: str, status: str, modality: msg.Modality = "audio"
+) -> dict[str, Any]:
+    content = (
+        {"type": "output_text", "text": text}
+        if modality == "text"
+        else {"type": "output_audio", "transcript": text}
+    )
     return {
         "id": item_id,
         "object": "realtime.item",
         "type": "message",
         "role": "assistant",
         "status": status,
-        "content": [{"type": "output_audio", "transcript": transcript}],
+        "content": [content],
     }
 
 
@@ -163,6 +200,7 @@ def response_done(
     *,
     output: list[dict[str, Any]],
     timings_ms: dict[str, float],
+    modality: msg.Modality = "audio",
     reason: str | None = None,
     error: dict[str, str] | None = None,
 ) -> Event:
@@ -173,7 +211,7 @@ def response_done(
             details["reason"] = reason
         if error:
             details["error"] = error
-    response = _response(response_id, status, output=output, timings_ms=timings_ms)
+    response = _response(response_id, status, modality, output=output, timings_ms=timings_ms)
     if details:
         response["status_details"] = details
     return _event("response.done", response=response)
@@ -256,9 +294,15 @@ def output_item(state: str, response_id: str, item: dict[str, Any]) -> Event:
     )
 
 
-def content_part(state: str, response_id: str, item_id: str, transcript: str) -> Event:
+def content_part(
+    state: str, response_id: str, item_id: str, text: str, modality: msg.Modality = "audio"
+) -> Event:
     """response.content_part.added / .done."""
-    part = {"type": "audio", "transcript": transcript}
+    part = (
+        {"type": "text", "text": text}
+        if modality == "text"
+        else {"type": "audio", "transcript": text}
+    )
     return _of_part(f"response.content_part.{state}", response_id, item_id, part=part)
 
 

@@ -1,17 +1,24 @@
 """The Realtime `session` object: what a client may set (session.update, or the
 `session` part of a call) and how the server describes a session back.
 
-Fields the server has no use for (tools, tracing, ...) are accepted and ignored.
+Every field a current SDK sends is accepted. Those with a meaning here change
+the session; the rest are listed in IGNORED, accepted and ignored. A field
+that is neither is refused by name, so a typo does not pass silently.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
+from app.session.options import (
+    OptionChanges,
+    SessionOptions,
+    Truncation,
+    TurnDetectionChange,
+)
 
 RATE = 24_000  # pcm16 mono, both ways
 PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
@@ -19,14 +26,36 @@ PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
 PARAMS = {
     "voice": "session.audio.output.voice",
     "turn_detection": "session.audio.input.turn_detection",
+    "output_modalities": "session.output_modalities",
 }
+LOGPROBS = "item.input_audio_transcription.logprobs"
+# Accepted for compatibility, without effect here (documented in the README).
+IGNORED = (
+    "model",
+    "tracing",
+    "prompt",
+    "reasoning",
+    "parallel_tool_calls",
+    "tools",
+    "tool_choice",
+    "audio.input.noise_reduction",
+    "audio.input.transcription.model / language / prompt",
+    "audio.input.turn_detection.model_version",
+    "truncation.token_limits",
+)
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-class AudioFormat(_Lenient):
+class _Open(BaseModel):
+    """A sub-object passed through to OpenAI's own services, not read here."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class AudioFormat(_Strict):
     type: str
     rate: int | None = None
 
@@ -39,50 +68,76 @@ def _pcm_only(format_: AudioFormat | None) -> AudioFormat | None:
     return format_
 
 
-def _server_vad_only(kind: str) -> str:
-    if kind != "server_vad":
-        raise PydanticCustomError(
-            "invalid_value",
-            "turn detection '{kind}' is not supported; use server_vad, or null for turns "
-            "the client commits",
-            {"kind": kind},
-        )
-    return kind
-
-
 PcmFormat = Annotated[AudioFormat | None, AfterValidator(_pcm_only)]
 
 
-class ServerVad(_Lenient):
-    type: Annotated[str, AfterValidator(_server_vad_only)] = "server_vad"
+class ServerVad(_Strict):
+    type: Literal["server_vad"] = "server_vad"
     threshold: float | None = Field(None, ge=0, le=1)
     prefix_padding_ms: int | None = Field(None, ge=0)
     silence_duration_ms: int | None = Field(None, ge=0)
     create_response: bool | None = None
     interrupt_response: bool | None = None
+    idle_timeout_ms: int | None = Field(None, ge=1_000, le=3_600_000)
+    model_version: str | None = None
 
 
-class AudioInput(_Lenient):
+class Transcription(_Open):
+    """Which transcription model, language, prompt: Whisper here, as configured."""
+
+
+class NoiseReduction(_Open):
+    pass
+
+
+class AudioInput(_Strict):
     format: PcmFormat = None
-    transcription: dict[str, Any] | None = None
+    transcription: Transcription | None = None
     turn_detection: ServerVad | None = None
+    noise_reduction: NoiseReduction | None = None
 
 
-class AudioOutput(_Lenient):
+class AudioOutput(_Strict):
     format: PcmFormat = None
     voice: str | None = None
     speed: float | None = Field(None, ge=0.5, le=2.0)
 
 
-class Audio(_Lenient):
+class Audio(_Strict):
     input: AudioInput | None = None
     output: AudioOutput | None = None
 
 
-class SessionConfig(_Lenient):
-    type: str = "realtime"
+class RetentionRatio(_Strict):
+    type: Literal["retention_ratio"]
+    retention_ratio: float = Field(ge=0, le=1)
+    token_limits: dict[str, Any] | None = None
+
+
+def _one_modality(modalities: list[str] | None) -> list[str] | None:
+    if modalities is not None and len(modalities) != 1:
+        raise PydanticCustomError("invalid_value", "give one of ['audio'] or ['text']")
+    return modalities
+
+
+class SessionConfig(_Strict):
+    type: Literal["realtime"] = "realtime"
     instructions: str | None = None
+    output_modalities: Annotated[
+        list[Literal["audio", "text"]] | None, AfterValidator(_one_modality)
+    ] = None
+    max_output_tokens: Annotated[int, Field(ge=1, le=4096)] | Literal["inf"] | None = None
+    truncation: Literal["auto", "disabled"] | RetentionRatio | None = None
+    include: list[Literal["item.input_audio_transcription.logprobs"]] | None = None
     audio: Audio | None = None
+    # Accepted and ignored (IGNORED):
+    model: str | None = None
+    tracing: Literal["auto"] | dict[str, Any] | None = None
+    prompt: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 def aggressiveness_for(threshold: float) -> int:
@@ -97,23 +152,41 @@ def to_changes(config: SessionConfig) -> OptionChanges:
     audio_in = audio.input or AudioInput()
     audio_out = audio.output or AudioOutput()
     given = audio_in.model_fields_set
-    vad = audio_in.turn_detection
     return OptionChanges(
         instructions=config.instructions,
         voice=audio_out.voice,
         speed=audio_out.speed,
-        manual_turns="turn_detection" in given and vad is None,
-        turn_detection=None
-        if vad is None
-        else TurnDetectionChange(
-            silence_ms=vad.silence_duration_ms,
-            prefix_padding_ms=vad.prefix_padding_ms,
-            aggressiveness=None if vad.threshold is None else aggressiveness_for(vad.threshold),
-            interrupt_response=vad.interrupt_response,
-            create_response=vad.create_response,
-        ),
+        manual_turns="turn_detection" in given and audio_in.turn_detection is None,
+        turn_detection=_turns(audio_in.turn_detection),
         transcription=(audio_in.transcription is not None) if "transcription" in given else None,
+        text_only=None
+        if config.output_modalities is None
+        else config.output_modalities == ["text"],
+        max_output_tokens=config.max_output_tokens,
+        truncation=_truncation(config.truncation),
+        logprobs=None if config.include is None else LOGPROBS in config.include,
     )
+
+
+def _turns(vad: ServerVad | None) -> TurnDetectionChange | None:
+    if vad is None:
+        return None
+    return TurnDetectionChange(
+        silence_ms=vad.silence_duration_ms,
+        prefix_padding_ms=vad.prefix_padding_ms,
+        aggressiveness=None if vad.threshold is None else aggressiveness_for(vad.threshold),
+        interrupt_response=vad.interrupt_response,
+        create_response=vad.create_response,
+        idle_timeout_ms=0
+        if "idle_timeout_ms" in vad.model_fields_set and vad.idle_timeout_ms is None
+        else vad.idle_timeout_ms,
+    )
+
+
+def _truncation(value: Literal["auto", "disabled"] | RetentionRatio | None) -> Truncation | None:
+    if isinstance(value, RetentionRatio):
+        return value.retention_ratio
+    return value
 
 
 def describe(options: SessionOptions, session_id: str, model: str) -> dict[str, Any]:
@@ -127,14 +200,23 @@ def describe(options: SessionOptions, session_id: str, model: str) -> dict[str, 
             "silence_duration_ms": options.vad.silence_ms,
             "create_response": options.create_response,
             "interrupt_response": options.vad.interrupt_response,
+            "idle_timeout_ms": options.idle_timeout_ms or None,
         }
+    truncation: Any = options.truncation
+    if isinstance(truncation, float):
+        truncation = {"type": "retention_ratio", "retention_ratio": truncation}
     return {
         "type": "realtime",
         "object": "realtime.session",
         "id": session_id,
         "model": model,
-        "output_modalities": ["audio"],
+        "output_modalities": ["text"] if options.text_only else ["audio"],
         "instructions": options.instructions,
+        "max_output_tokens": options.max_output_tokens or "inf",
+        "truncation": truncation,
+        "include": [LOGPROBS] if options.logprobs else None,
+        "tools": [],
+        "tool_choice": "auto",
         "audio": {
             "input": {
                 "format": PCM_FORMAT,

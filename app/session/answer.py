@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from app.audio.resample import Resampler
 from app.engines.llm import ChatMessage
+from app.engines.stt import Transcript
 from app.errors import EngineError
 from app.session import messages as msg
 from app.session.audio_out import AudioOut
@@ -25,6 +26,9 @@ from app.session.turn import Job, ReplyRequest, UserTurn
 
 log = logging.getLogger(__name__)
 
+# What the agent is told when the user has been quiet for the idle timeout.
+NUDGE = "The user has said nothing for a while. Invite them, briefly, to go on."
+
 
 class Answerer:
     def __init__(
@@ -33,12 +37,15 @@ class Answerer:
         responder: Responder,
         *,
         history: History,
+        prompt_limit: int,
         audio: AudioOut,
         emit: Emit,
     ) -> None:
+        """`prompt_limit`: the most conversation messages a prompt holds."""
         self._session_id = session_id
         self._responder = responder
         self._history = history
+        self._prompt_limit = prompt_limit
         self._audio = audio
         self._emit = emit
 
@@ -47,40 +54,54 @@ class Answerer:
         if isinstance(job, UserTurn):
             await self._answer_turn(job, options)
         elif isinstance(job, ReplyRequest):
-            prompt = self._history.prompt(job.instructions or options.instructions)
-            await self._speak(job, self._request(job, prompt, options), None)
+            await self._reply(job, options)
 
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
-        transcript = await self._responder.transcribe(turn.audio)
-        prompt: list[ChatMessage] = []
-        if transcript is not None:
+        heard = await self._responder.transcribe(turn.audio, logprobs=options.logprobs)
+        said: list[ChatMessage] = []
+        if heard is not None:
             turn.timings.mark("stt_done")
-            turn.when_ended(lambda: self._heard(turn, transcript))
-            if not transcript or not turn.respond:
+            turn.when_ended(lambda: self._heard(turn, heard))
+            if not heard.text or not turn.respond:
                 await turn.wait_ended()
-                if not transcript:
+                if not heard.text:
                     log.info("empty transcript; no reply", extra={"session_id": self._session_id})
                 return
-            prompt = [
-                *self._history.prompt(options.instructions),
-                {"role": "user", "content": transcript},
-            ]
-        await self._speak(turn, self._request(turn, prompt, options), turn)
+            said = [{"role": "user", "content": heard.text}]
+        await self._respond(turn, options, turn, lambda: self._prompt(options, said))
 
-    def _heard(self, turn: UserTurn, transcript: str) -> None:
-        self._emit(msg.UserTranscribed(turn.item_id, transcript, len(turn.audio) / 32_000))
-        if transcript:
-            self._history.add(Message("user", transcript, turn.item_id))
-
-    def _request(
-        self, job: Job, prompt: list[ChatMessage], options: SessionOptions
-    ) -> SpeechRequest:
-        heard = job.audio if isinstance(job, UserTurn) else b""
-        return SpeechRequest(
-            self._session_id, prompt, heard, options.voice, options.speed, job.timings
+    async def _reply(self, request: ReplyRequest, options: SessionOptions) -> None:
+        instructions = request.instructions or options.instructions
+        nudge: list[ChatMessage] = [{"role": "system", "content": NUDGE}] if request.nudge else []
+        await self._respond(
+            request, options, None, lambda: self._prompt(options, nudge, instructions)
         )
 
-    async def _speak(self, job: Job, request: SpeechRequest, turn: UserTurn | None) -> None:
+    def _prompt(
+        self, options: SessionOptions, then: list[ChatMessage], instructions: str | None = None
+    ) -> list[ChatMessage]:
+        """The conversation for the LLM, with `then` after it (raises ConversationTooLong)."""
+        start = self._history.prompt(
+            instructions or options.instructions,
+            limit=self._prompt_limit,
+            truncation=options.truncation,
+        )
+        return [*start, *then]
+
+    def _heard(self, turn: UserTurn, heard: Transcript) -> None:
+        seconds = len(turn.audio) / 32_000
+        self._emit(msg.UserTranscribed(turn.item_id, heard.text, seconds, heard.words))
+        if heard.text:
+            self._history.add(Message("user", heard.text, turn.item_id))
+
+    async def _respond(
+        self,
+        job: Job,
+        options: SessionOptions,
+        turn: UserTurn | None,
+        prompt: Callable[[], list[ChatMessage]],
+    ) -> None:
+        """Speak (or write) a reply for `job`; `turn`, if any, must end before it shows."""
         assert job.task is not None, "a job is answered in its own task"
         reply = job.reply = Reply(
             self._session_id,
@@ -89,27 +110,32 @@ class Answerer:
             history=self._history,
             emit=self._emit,
             timings=job.timings,
+            modality="text" if options.text_only else "audio",
         )
         when_ended: Callable[[Callable[[], None]], None] = (
             turn.when_ended if turn is not None else lambda action: action()
         )
         # Watched from the start, so the reply is announced as soon as the turn ends.
         when_ended(reply.open)
-        # One resampler per reply: stateful across its pieces, flushed at the end.
-        resampler = Resampler(reply.rate)
         failure: str | None = None
         try:
-            async with contextlib.aclosing(self._responder.speak(request)) as pieces:
-                async for piece in pieces:
-                    await _ended(turn)  # nothing plays before the turn has ended
-                    samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
-                    await reply.play(samples, piece.text)
-            await _ended(turn)
-            await reply.play(resampler.flush())
+            request = SpeechRequest(
+                self._session_id,
+                prompt(),
+                job.audio if isinstance(job, UserTurn) else b"",
+                options.voice,
+                options.speed,
+                job.timings,
+                options.max_output_tokens,
+            )
+            if reply.modality == "text":
+                await self._write(reply, request, turn)
+            else:
+                await self._speak(reply, request, turn)
         except EngineError as exc:
             await _ended(turn)
             log.error("reply failed: %s", exc, extra={"session_id": self._session_id})
-            self._emit(msg.Problem("engine_error", str(exc)))
+            self._emit(msg.Problem(exc.code, str(exc)))
             failure = str(exc)
         except asyncio.CancelledError:
             reply.interrupt("client_cancelled")  # a no-op if that is what cancelled us
@@ -120,6 +146,23 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
         await reply.finish_playing(failure)
+
+    async def _speak(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
+        # One resampler per reply: stateful across its pieces, flushed at the end.
+        resampler = Resampler(reply.rate)
+        async with contextlib.aclosing(self._responder.speak(request)) as pieces:
+            async for piece in pieces:
+                await _ended(turn)  # nothing plays before the turn has ended
+                samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
+                await reply.play(samples, piece.text)
+        await _ended(turn)
+        await reply.play(resampler.flush())
+
+    async def _write(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
+        async with contextlib.aclosing(self._responder.write(request)) as deltas:
+            async for delta in deltas:
+                await _ended(turn)  # nothing shows before the turn has ended
+                reply.write(delta)
 
 
 async def _ended(turn: UserTurn | None) -> None:

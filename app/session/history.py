@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engines.llm import ChatMessage
+from app.errors import EngineError
+from app.session.options import Truncation
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class Message:
     interrupted: bool = False  # cut short: content is only what was heard
     timeline: tuple[Spoken, ...] = ()
     heard_ms: float | None = None  # where it was cut; None: heard to the end
+    seq: int = -1  # its place among every message ever added (set by History.add)
 
     @property
     def audio_ms(self) -> float:
@@ -64,12 +67,21 @@ class Message:
         return full if self.heard_ms is None else min(full, self.heard_ms)
 
 
+class ConversationTooLong(EngineError):
+    code = "conversation_too_long"
+
+
 class History:
-    def __init__(self, max_messages: int) -> None:
-        # Oldest messages fall off first; the system prompt is not one of them.
-        self._messages: deque[Message] = deque(maxlen=max_messages)
+    """The conversation in order. Memory holds at most `max_items` messages (the
+    oldest go first); the prompt holds fewer, by the session's truncation."""
+
+    def __init__(self, max_items: int) -> None:
+        self._messages: deque[Message] = deque(maxlen=max_items)
+        self._added = 0
 
     def add(self, message: Message) -> None:
+        message.seq = self._added
+        self._added += 1
         self._messages.append(message)
 
     def find(self, item_id: str) -> Message | None:
@@ -92,16 +104,43 @@ class History:
         message.content = heard_text(message.timeline, message.heard_ms)
         message.interrupted = True
 
-    def prompt(self, instructions: str) -> list[ChatMessage]:
-        """What the LLM sees: the instructions as its system prompt, then the
-        conversation, with interrupted replies exactly as far as they were heard."""
-        said: list[ChatMessage] = [
-            {"role": m.role, "content": m.content} for m in self._messages if m.content
-        ]
-        return [{"role": "system", "content": instructions}, *said]
+    def prompt(
+        self, instructions: str, *, limit: int, truncation: Truncation = "auto"
+    ) -> list[ChatMessage]:
+        """What the LLM sees: the instructions as its system prompt, then at most
+        `limit` messages of the conversation, interrupted replies exactly as far as
+        they were heard. Raises ConversationTooLong if more would be needed and
+        truncation is disabled."""
+        said = [m for m in self._messages if m.content]
+        if len(said) > limit:
+            if truncation == "disabled":
+                raise ConversationTooLong(
+                    f"the conversation has {len(said)} messages, more than the {limit} a "
+                    "prompt holds, and truncation is disabled; delete items or enable it"
+                )
+            if not isinstance(truncation, str):
+                start = _window_start(self._added, limit, truncation)
+                said = [m for m in said if m.seq >= start]
+            said = said[-limit:]
+        conversation: list[ChatMessage] = [{"role": m.role, "content": m.content} for m in said]
+        return [{"role": "system", "content": instructions}, *conversation]
 
     def messages(self) -> list[Message]:
         return list(self._messages)
 
     def __len__(self) -> int:
         return len(self._messages)
+
+
+def _window_start(added: int, limit: int, ratio: float) -> int:
+    """Where a prompt kept by retention ratio starts, as a message number.
+
+    It moves only when the window would pass `limit`, and then so that a
+    `ratio` of the limit remains: between moves the prompt's beginning stays
+    the same turn after turn.
+    """
+    if added <= limit:
+        return 0
+    keep = max(1, int(limit * ratio))
+    step = limit + 1 - keep
+    return (added - keep) // step * step

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.engines.stt import WordScore
+
+Modality = Literal["audio", "text"]
+
 
 @dataclass(frozen=True, slots=True)
 class SpeechStarted:
@@ -33,12 +37,26 @@ class InputCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class InputTimedOut:
+    """Nobody spoke for the session's idle timeout after a reply: the silence from
+    `audio_start_ms` becomes the item `item_id`, and the agent will speak up."""
+
+    item_id: str
+    audio_start_ms: int
+    audio_end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class UserTranscribed:
-    """What the user said in the item `item_id` (empty: nothing could be made out)."""
+    """What the user said in the item `item_id` (empty: nothing could be made out).
+
+    `words`: a score per word, when the session asked for them.
+    """
 
     item_id: str
     transcript: str
     audio_s: float
+    words: tuple[WordScore, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +84,21 @@ class ItemTruncated:
 
 @dataclass(frozen=True, slots=True)
 class ReplyStarted:
-    """The agent begins a reply, the item `item_id`."""
+    """The agent begins a reply, the item `item_id`, spoken or written."""
 
     response_id: str
     item_id: str
     previous_item_id: str | None
+    modality: Modality = "audio"
+
+
+@dataclass(frozen=True, slots=True)
+class TextWritten:
+    """More of a written (text only) reply."""
+
+    response_id: str
+    item_id: str
+    delta: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +153,15 @@ class ReplyEnded:
     reason: CancelReason | None = None
     heard_ms: int | None = None
     error: str | None = None
+    modality: Modality = "audio"
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Something went wrong that the client should hear about; the session goes on.
 
-    `code`: turn_dropped (the agent was busy), engine_error, internal.
+    `code`: turn_dropped (the agent was busy), engine_error, conversation_too_long,
+    internal.
     """
 
     code: str
@@ -141,12 +171,14 @@ class Problem:
 SessionMessage = (
     SpeechStarted
     | SpeechStopped
+    | InputTimedOut
     | InputCommitted
     | UserTranscribed
     | TextItemAdded
     | ItemDeleted
     | ItemTruncated
     | ReplyStarted
+    | TextWritten
     | ReplyAudioStarted
     | ClauseSpoken
     | ReplyAudioStopped

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -14,6 +14,12 @@ from app.config import Settings, VadSettings
 from app.session.refusals import OptionError
 
 T = TypeVar("T")
+
+# How the prompt keeps within llm.max_history_messages: "auto" drops the oldest
+# message each time one is added; a ratio drops to that fraction of the limit at
+# once, so the prompt's start moves rarely (an LLM server's prefix cache keeps
+# working); "disabled" fails the reply instead of dropping anything.
+Truncation = Literal["auto", "disabled"] | float
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +31,7 @@ class TurnDetectionChange:
     aggressiveness: int | None = None  # webrtcvad mode 0..3
     interrupt_response: bool | None = None
     create_response: bool | None = None
+    idle_timeout_ms: int | None = None  # 0: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +44,10 @@ class OptionChanges:
     manual_turns: bool = False  # turns end only when the client commits
     turn_detection: TurnDetectionChange | None = None  # turns end by VAD, with these changes
     transcription: bool | None = None  # report the user's transcripts
+    text_only: bool | None = None  # replies in text, without audio
+    max_output_tokens: int | Literal["inf"] | None = None  # "inf": the server's llm.max_tokens
+    truncation: Truncation | None = None
+    logprobs: bool | None = None  # a score per word of the user's transcripts
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +58,11 @@ class SessionOptions:
     vad: VadSettings | None  # None: turns end only when the client commits
     create_response: bool  # answer each turn; False: transcribe and keep it only
     transcription: bool
+    text_only: bool = False
+    max_output_tokens: int | None = None  # None: the server's llm.max_tokens
+    truncation: Truncation = "auto"
+    logprobs: bool = False
+    idle_timeout_ms: int = 0  # after a reply, silence this long asks for another; 0: off
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SessionOptions:
@@ -60,24 +76,34 @@ class SessionOptions:
         )
 
     def changed(
-        self, changes: OptionChanges, *, voices: tuple[str, ...], base_vad: VadSettings
+        self,
+        changes: OptionChanges,
+        *,
+        voices: tuple[str, ...],
+        base_vad: VadSettings,
+        writes_text: bool = True,
     ) -> SessionOptions:
         """These options with `changes` applied, or OptionError; never half of them.
 
         `voices`: what the voice may be (empty: anything). `base_vad`: what turn
-        detection starts from when it is switched on.
+        detection starts from when it is switched on. `writes_text`: replies can be
+        text only.
         """
         if changes.voice is not None and voices and changes.voice not in voices:
             raise OptionError(
                 f"unknown voice {changes.voice!r}; available: {', '.join(voices)}", "voice"
             )
+        if changes.text_only and not writes_text:
+            raise OptionError("this agent only plays back what it hears", "output_modalities")
         vad, create_response = self.vad, self.create_response
+        idle_timeout_ms = self.idle_timeout_ms
         if changes.manual_turns:
-            vad = None
+            vad, idle_timeout_ms = None, 0
         elif changes.turn_detection is not None:
-            vad = _with_turns(vad or base_vad, changes.turn_detection)
-            if changes.turn_detection.create_response is not None:
-                create_response = changes.turn_detection.create_response
+            turns = changes.turn_detection
+            vad = _with_turns(vad or base_vad, turns)
+            create_response = _given(turns.create_response, create_response)
+            idle_timeout_ms = _given(turns.idle_timeout_ms, idle_timeout_ms)
         return dataclasses.replace(
             self,
             instructions=_given(changes.instructions, self.instructions),
@@ -86,11 +112,22 @@ class SessionOptions:
             vad=vad,
             create_response=create_response,
             transcription=_given(changes.transcription, self.transcription),
+            text_only=_given(changes.text_only, self.text_only),
+            max_output_tokens=_token_limit(changes.max_output_tokens, self.max_output_tokens),
+            truncation=_given(changes.truncation, self.truncation),
+            logprobs=_given(changes.logprobs, self.logprobs),
+            idle_timeout_ms=idle_timeout_ms,
         )
 
 
 def _given(value: T | None, current: T) -> T:
     return current if value is None else value
+
+
+def _token_limit(change: int | Literal["inf"] | None, current: int | None) -> int | None:
+    if change is None:
+        return current
+    return None if change == "inf" else change
 
 
 def _with_turns(base: VadSettings, change: TurnDetectionChange) -> VadSettings:

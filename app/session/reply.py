@@ -38,8 +38,10 @@ class Reply:
         history: History,
         emit: Emit,
         timings: TurnTimings,
+        modality: msg.Modality = "audio",
     ) -> None:
-        """`task` produces this reply; interrupt() cancels it."""
+        """`task` produces this reply; interrupt() cancels it. A reply is spoken
+        (play()) or, with modality "text", written (write())."""
         self.response_id = new_id("resp")
         self.item_id = new_id("item")
         self.session_id = session_id
@@ -48,8 +50,10 @@ class Reply:
         self._history = history
         self._emit = emit
         self._timings = timings
+        self.modality = modality
         # (text, first sample, end sample) on the audio stream, per clause as queued.
         self._clauses: list[tuple[str, int, int]] = []
+        self._written: list[str] = []
         self._started = asyncio.get_running_loop().create_future()
         self.opened = False
         self.status: msg.ReplyStatus | None = None
@@ -69,6 +73,8 @@ class Reply:
 
     @property
     def text(self) -> str:
+        if self.modality == "text":
+            return "".join(self._written).strip()
         return " ".join(text for text, _, _ in self._clauses if text)
 
     def open(self) -> None:
@@ -76,7 +82,15 @@ class Reply:
         if self.done or self.opened:
             return
         self.opened = True
-        self._emit(msg.ReplyStarted(self.response_id, self.item_id, self._history.last_item_id))
+        previous = self._history.last_item_id
+        self._emit(msg.ReplyStarted(self.response_id, self.item_id, previous, self.modality))
+
+    def write(self, delta: str) -> None:
+        """More text of a written reply."""
+        if self.done:
+            raise EndOfStream(f"reply {self.response_id} is {self.status}")
+        self._written.append(delta)
+        self._emit(msg.TextWritten(self.response_id, self.item_id, delta))
 
     async def play(self, pcm: bytes, text: str = "") -> None:
         """Queue audio saying `text` (empty: more of the piece before, like a filter tail)."""
@@ -140,6 +154,9 @@ class Reply:
             self._emit(msg.ReplyAudioCleared(self.response_id))
         if self._task is not asyncio.current_task():
             self._task.cancel()
+        if self.modality == "text":  # what was written was all seen
+            self._finish("cancelled", self.text, reason=reason)
+            return True
         heard = position if heard_ms is None else min(heard_ms, self._audio_ms())
         self._finish("cancelled", heard_text(self.timeline(), heard), reason=reason, heard=heard)
         return True
@@ -196,6 +213,7 @@ class Reply:
                 reason=reason,
                 heard_ms=round(heard) if cut and heard is not None else None,
                 error=error,
+                modality=self.modality,
             )
         )
         log.info(

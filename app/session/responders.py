@@ -23,6 +23,7 @@ import numpy as np
 from app.audio.chunker import ClauseChunker
 from app.engines import Engines
 from app.engines.llm import ChatMessage
+from app.engines.stt import Transcript
 from app.engines.tts import Speech
 from app.errors import EngineError
 from app.session.timings import TurnTimings
@@ -48,6 +49,7 @@ class SpeechRequest:
     voice: str
     speed: float
     timings: TurnTimings
+    max_tokens: int | None = None  # None: the server's llm.max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +62,17 @@ class Piece:
 
 class Responder(Protocol):
     voices: tuple[str, ...]  # what a session's voice may be; empty: anything
-    answers_text: bool  # can reply to typed messages, not only to speech
+    answers_text: bool  # can reply to typed messages, and write replies, not only speak
 
-    async def transcribe(self, pcm16k: bytes) -> str | None:
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
         """The user's words; None from a responder that does not listen for words."""
         ...
 
     def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]: ...
+
+    def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
+        """The reply as text, delta by delta, with no audio."""
+        ...
 
 
 class AgentResponder:
@@ -78,8 +84,15 @@ class AgentResponder:
         self.voices = tuple(engines.tts.voices)
         self.answers_text = True
 
-    async def transcribe(self, pcm16k: bytes) -> str | None:
-        return await self._stt.transcribe(pcm16k)
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
+        return await self._stt.transcribe(pcm16k, logprobs=logprobs)
+
+    async def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
+        llm = self._llm.stream(request.prompt, max_tokens=request.max_tokens)
+        async with contextlib.aclosing(llm) as deltas:
+            async for delta in deltas:
+                request.timings.mark("llm_first_token")
+                yield delta
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
         """Each clause as soon as it is synthesized. A clause Kokoro cannot speak (a
@@ -136,7 +149,8 @@ class AgentResponder:
         timings = request.timings
         chunker = ClauseChunker(first_max_words=self._first_chunk_words)
         try:
-            async with contextlib.aclosing(self._llm.stream(request.prompt)) as deltas:
+            llm = self._llm.stream(request.prompt, max_tokens=request.max_tokens)
+            async with contextlib.aclosing(llm) as deltas:
                 async for delta in deltas:
                     timings.mark("llm_first_token")
                     for clause in chunker.push(delta):
@@ -157,8 +171,12 @@ class EchoResponder:
     voices: tuple[str, ...] = ()
     answers_text = False
 
-    async def transcribe(self, pcm16k: bytes) -> str | None:
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
         return None
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
         yield Piece("", Speech(np.frombuffer(request.heard, dtype=np.int16), 16_000))
+
+    async def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
+        raise EngineError("the echo agent only plays back what it hears")
+        yield ""  # an async generator, like the agent's

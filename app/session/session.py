@@ -50,6 +50,9 @@ JOB_QUEUE_SIZE = 2
 # vad.max_utterance_s the oldest is dropped); a commit needs at least this much.
 MIN_COMMIT_MS = 100
 BYTES_PER_MS = 32  # 16 kHz mono s16
+# The conversation kept in memory, in prompts' worth (llm.max_history_messages):
+# older items than a prompt holds stay retrievable and deletable for a while.
+HISTORY_PROMPTS = 4
 
 OutputLevel = Callable[[], float]
 
@@ -73,11 +76,12 @@ class Session:
         self._emit = emit
         self._output_level = output_level
         self.options = SessionOptions.from_settings(settings)
-        self.history = History(settings.llm.max_history_messages)
+        limit = settings.llm.max_history_messages
+        self.history = History(limit * HISTORY_PROMPTS)
         self._detector = TurnDetector(settings.vad)
         self._barge_in = BargeIn(settings.vad)
         self._answerer = Answerer(
-            session_id, responder, history=self.history, audio=audio, emit=emit
+            session_id, responder, history=self.history, prompt_limit=limit, audio=audio, emit=emit
         )
         self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
         self._job: Job | None = None  # the one being answered
@@ -85,6 +89,8 @@ class Session:
         self._item_id = new_id("item")  # the user's next utterance
         self._manual = bytearray()  # audio since the last commit, when turn detection is off
         self._worker: asyncio.Task[None] | None = None
+        self._idle: asyncio.TimerHandle | None = None  # the idle timeout after a reply
+        self._idle_from_ms = 0
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
@@ -125,8 +131,13 @@ class Session:
         """Change this session's options, all or none (OptionError)."""
         before = self.options
         self.options = before.changed(
-            changes, voices=self._responder.voices, base_vad=self._settings.vad
+            changes,
+            voices=self._responder.voices,
+            base_vad=self._settings.vad,
+            writes_text=self._responder.answers_text,
         )
+        if not self.options.idle_timeout_ms:
+            self._disarm_idle()
         if self.options.vad is not before.vad:
             self._abandon_speculation()
             self._manual.clear()
@@ -142,6 +153,7 @@ class Session:
         for event in self._detector.push(pcm16k):
             if isinstance(event, SpeechStarted):
                 self.touch()
+                self._disarm_idle()
                 self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
             elif isinstance(event, SpeechPaused):
                 self._speculate(event.audio)
@@ -299,7 +311,35 @@ class Session:
 
     # --- the agent's side
 
+    def _arm_idle(self) -> None:
+        """A reply has played: if nobody speaks for idle_timeout_ms, the agent speaks up."""
+        self._disarm_idle()
+        answers = self._responder.answers_text
+        if answers and self.options.idle_timeout_ms and self.options.vad is not None:
+            self._idle_from_ms = self._detector.position_ms
+            self._idle = asyncio.get_running_loop().call_later(
+                self.options.idle_timeout_ms / 1000, self._idle_timed_out
+            )
+
+    def _disarm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _idle_timed_out(self) -> None:
+        self._idle = None
+        if self.busy or self._detector.speaking:
+            return
+        # The silence becomes an (empty) user item, and the agent is asked to go on.
+        item_id, self._item_id = self._item_id, new_id("item")
+        end_ms = self._detector.position_ms
+        self._emit(msg.InputTimedOut(item_id, self._idle_from_ms, end_ms))
+        self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
+        self._emit(msg.UserTranscribed(item_id, "", (end_ms - self._idle_from_ms) / 1000))
+        self._enqueue(ReplyRequest(self.id, nudge=True))
+
     def _enqueue(self, job: Job) -> None:
+        self._disarm_idle()
         if self._jobs.full():
             self._jobs.get_nowait().abandoned = True
             log.warning("turn queue full; dropping one", extra={"session_id": self.id})
@@ -325,6 +365,8 @@ class Session:
                 self._job = None
                 await cancel_task(job.task)
             self._report(job.task)
+            if job.reply is not None and job.reply.opened and self._jobs.empty():
+                self._arm_idle()
 
     def _report(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -334,12 +376,13 @@ class Session:
             log.info("peer stopped listening mid-reply", extra={"session_id": self.id})
         elif isinstance(exc, EngineError):
             log.error("turn failed: %s", exc, extra={"session_id": self.id})
-            self._emit(msg.Problem("engine_error", str(exc)))
+            self._emit(msg.Problem(exc.code, str(exc)))
         elif exc is not None:
             log.error("turn crashed", exc_info=exc, extra={"session_id": self.id})
             self._emit(msg.Problem("internal", "internal error"))
 
     async def _close(self) -> None:
+        self._disarm_idle()
         reply = self._job.task if self._job is not None else None
         tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]
         for task in tasks:

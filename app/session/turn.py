@@ -65,8 +65,12 @@ class UserTurn(Job):
 
 
 class ReplyRequest(Job):
-    """The client asked for a reply to the conversation as it stands."""
+    """The client asked for a reply to the conversation as it stands, or the user has
+    been quiet past the idle timeout (`nudge`)."""
 
-    def __init__(self, session_id: str, instructions: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, instructions: str | None = None, *, nudge: bool = False
+    ) -> None:
         super().__init__(session_id, TurnTimings())
         self.instructions = instructions  # replaces the session's for this reply
+        self.nudge = nudge

@@ -82,6 +82,20 @@ async def test_sdk_websocket_spoken_turn_and_text_turn(
         seen = await events_until(conn, "response.done")
         assert seen[-1].response.status == "completed"  # type: ignore[union-attr]
         assert rms_db(reply_audio(seen)) > -50
+
+        # Text in, text out: a written reply, no audio, within the token limit asked for.
+        await conn.session.update(
+            session={"type": "realtime", "output_modalities": ["text"], "max_output_tokens": 8}
+        )
+        await events_until(conn, "session.updated")
+        await conn.conversation.item.create(item=user_text("Count from one to twenty."))
+        await conn.response.create()
+        seen = await events_until(conn, "response.done")
+        written = "".join(e.delta for e in seen if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+        done = [e for e in seen if e.type == "response.output_text.done"][0]
+        assert written.strip() and done.text == written.strip()  # type: ignore[union-attr]
+        assert len(written.split()) <= 8, "max_output_tokens reached the LLM"
+        assert not [e for e in seen if e.type.startswith("response.output_audio")]
     await sdk.close()
 
 
@@ -138,8 +152,9 @@ async def test_browser_style_handshakes_subprotocols_keys_and_origins(
 ) -> None:
     """What a browser SDK sends: subprotocols for the protocol and the key (a browser
     cannot set headers), and an Origin that only allowed pages get through."""
+    # A slot for each socket opened below: a closed one may still be draining.
     server = start_server(
-        "--agent", "echo", "--max-sessions", "2", "--server-api-key", "s3cret",
+        "--agent", "echo", "--max-sessions", "4", "--server-api-key", "s3cret",
         "--server-allowed-origins", "https://app.example",
     )  # fmt: skip
     url = server.url.replace("http://", "ws://") + "/v1/realtime?model=x"

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from tests.session.conftest import _close_speakers
+from tests.session.conftest import _close_doubles
 
-__all__ = ["_close_speakers"]  # session doubles here too: their tracks are closed after each test
+__all__ = ["_close_doubles"]  # session doubles here too: closed after each test

@@ -249,3 +249,124 @@ async def test_echo_cannot_answer_text_and_says_so() -> None:
     client.send({"type": "session.update", "session": {"audio": {"output": {"voice": "x"}}}})
     assert client.kinds()[-1] == "session.updated"
     await client.session.close()
+
+
+# What @openai/agents-realtime 0.20 sends by default, with server_vad for now.
+SDK_SESSION = {
+    "type": "realtime",
+    "instructions": "You are a helpful assistant.",
+    "model": "gpt-realtime",
+    "output_modalities": ["audio"],
+    "audio": {
+        "input": {
+            "format": {"type": "audio/pcm", "rate": 24000},
+            "noise_reduction": None,
+            "transcription": {"model": "gpt-4o-mini-transcribe"},
+            "turn_detection": {"type": "server_vad", "create_response": True},
+        },
+        "output": {"format": {"type": "audio/pcm", "rate": 24000}, "speed": 1},
+    },
+    "tool_choice": "auto",
+    "tools": [],
+    "tracing": "auto",
+    "prompt": {"id": "pmpt_1", "version": "1"},
+    "parallel_tool_calls": False,
+    "truncation": "auto",
+    "include": [],
+    "max_output_tokens": "inf",
+}
+
+
+async def test_every_field_an_sdk_sends_is_accepted_and_unknown_ones_are_named() -> None:
+    client = Client()
+    client.send({"type": "session.update", "session": SDK_SESSION})
+    assert client.errors() == [] and client.kinds() == ["session.updated"]
+    described = client.wire[-1]["session"]
+    assert (described["max_output_tokens"], described["truncation"]) == ("inf", "auto")
+    for typo in ({"instruction": "x"}, {"audio": {"output": {"volume": 3}}}):
+        client.send({"type": "session.update", "session": typo})
+    refused = [e["error"] for e in client.of("error")]
+    assert [error["param"] for error in refused] == [
+        "session.instruction",
+        "session.audio.output.volume",
+    ]
+    assert all("Extra inputs are not permitted" in error["message"] for error in refused)
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_token_limit_text_replies_and_word_scores() -> None:
+    client = Client()
+    assert isinstance(client.engines.llm, FakeLLM)
+    client.send({"type": "session.update", "session": {
+        "max_output_tokens": 42, "output_modalities": ["text"],
+        "include": ["item.input_audio_transcription.logprobs"]}})  # fmt: skip
+    assert client.wire[-1]["session"]["output_modalities"] == ["text"]
+    client.session.push_audio(silence(300) + noise(800) + silence(700))
+    await client.wait_for("response.done")
+    assert client.engines.llm.max_tokens == [42]
+    heard = client.of("conversation.item.input_audio_transcription.completed")[0]
+    assert [p["token"] for p in heard["logprobs"]] == heard["transcript"].split()
+    deltas = [e["delta"] for e in client.of("response.output_text.delta")]
+    done = client.of("response.done")[0]["response"]
+    assert done["output_modalities"] == ["text"] and done["status"] == "completed"
+    assert done["output"][0]["content"][0]["text"] == "".join(deltas).strip()
+    assert "".join(deltas).strip() == "Sure, here is the answer you asked for."
+    assert client.audio.writes == [], "a written reply makes no sound"
+    assert not [
+        k for k in client.kinds() if k.startswith(("response.output_audio", "output_audio"))
+    ]
+    # And back to speech, with the server's own token limit.
+    client.send({"type": "session.update", "session": {
+        "max_output_tokens": "inf", "output_modalities": ["audio"]}})  # fmt: skip
+    client.send(create_user_text("Again?"))
+    client.send({"type": "response.create"})
+    await client.wait_for("response.done", count=2)
+    assert client.engines.llm.max_tokens[-1] is None and client.audio.writes
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_truncation_disabled_fails_a_reply_the_prompt_cannot_hold() -> None:
+    client = Client()
+    client.send({"type": "session.update", "session": {"truncation": "disabled"}})
+    for n in range(21):  # the default llm.max_history_messages is 20
+        client.send(create_user_text(f"note {n}"))
+    client.send({"type": "response.create"})
+    await client.wait_for("response.done")
+    assert client.of("response.done")[0]["response"]["status"] == "failed"
+    assert client.errors() == ["conversation_too_long"]
+    # Dropping an item makes it fit again.
+    first = client.of("conversation.item.added")[0]["item"]["id"]
+    client.send({"type": "conversation.item.delete", "item_id": first})
+    client.send({"type": "response.create"})
+    await client.wait_for("response.done", count=2)
+    assert client.of("response.done")[1]["response"]["status"] == "completed"
+    await client.session.close()
+
+
+async def test_an_idle_timeout_after_a_reply_makes_the_agent_speak_up() -> None:
+    client = Client()
+    assert isinstance(client.engines.llm, FakeLLM)
+    client.send({"type": "session.update", "session": {"audio": {"input": {
+        "turn_detection": {"type": "server_vad", "idle_timeout_ms": 1000}}}}})  # fmt: skip
+    assert client.wire[-1]["session"]["audio"]["input"]["turn_detection"]["idle_timeout_ms"] == 1000
+    client.session.push_audio(silence(300) + noise(800) + silence(700))
+    await client.wait_for("response.done")
+    await client.wait_for("input_audio_buffer.timeout_triggered", timeout_s=3)
+    await client.wait_for("response.done", count=2)
+    kinds = client.kinds()
+    at = kinds.index("input_audio_buffer.timeout_triggered")
+    assert kinds[at : at + 5] == [
+        "input_audio_buffer.timeout_triggered", "input_audio_buffer.committed",
+        "conversation.item.added", "conversation.item.input_audio_transcription.completed",
+        "conversation.item.done",
+    ]  # fmt: skip
+    assert client.engines.llm.prompts[-1][-1]["role"] == "system", "the agent was nudged"
+    # Speech in time keeps it quiet; and it can be switched off.
+    client.send({"type": "session.update", "session": {"audio": {"input": {
+        "turn_detection": {"type": "server_vad", "idle_timeout_ms": None}}}}})  # fmt: skip
+    await asyncio.sleep(1.5)
+    assert client.kinds().count("input_audio_buffer.timeout_triggered") == 1
+    client.assert_sdk_parses()
+    await client.session.close()

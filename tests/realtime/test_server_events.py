@@ -9,6 +9,7 @@ import pytest
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
+from app.engines.stt import WordScore
 from app.realtime.server_events import for_message
 from app.session import messages as msg
 
@@ -84,6 +85,31 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
         REPLY_DONE,
     ),
     (msg.Problem("engine_error", "LLM unreachable"), ["error"]),
+    (msg.InputTimedOut("item_q", 4000, 9000), ["input_audio_buffer.timeout_triggered"]),
+    (
+        msg.UserTranscribed("item_u", "Where", 0.5, (WordScore(" Where", -0.25),)),
+        ["conversation.item.input_audio_transcription.completed", "conversation.item.done"],
+    ),
+    (
+        msg.ReplyStarted("resp_t", "item_t", "item_u", "text"),
+        [
+            "response.created",
+            "response.output_item.added",
+            "conversation.item.added",
+            "response.content_part.added",
+        ],
+    ),
+    (msg.TextWritten("resp_t", "item_t", "Hello"), ["response.output_text.delta"]),
+    (
+        msg.ReplyEnded("resp_t", "item_t", "completed", "Hello", "item_u", modality="text"),
+        [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "conversation.item.done",
+            "response.done",
+        ],
+    ),
 ]
 
 
@@ -129,3 +155,17 @@ def test_what_the_events_say() -> None:
     ]
     item = for_message(transcribed)[1]["item"]
     assert item["content"] == [{"type": "input_audio", "transcript": "Where is it?"}]
+
+
+def test_written_replies_and_word_scores() -> None:
+    logprobs = for_message(EXPECTED[19][0])[0]["logprobs"]
+    assert logprobs == [{"token": " Where", "logprob": -0.25, "bytes": list(b" Where")}]
+    created = for_message(EXPECTED[20][0])
+    assert created[0]["response"]["output_modalities"] == ["text"]
+    assert created[1]["item"]["content"] == [{"type": "output_text", "text": ""}]
+    assert created[3]["part"] == {"type": "text", "text": ""}
+    done = for_message(EXPECTED[22][0])
+    assert done[0]["text"] == "Hello" and done[-1]["response"]["output_modalities"] == ["text"]
+    assert done[-1]["response"]["output"][0]["content"] == [
+        {"type": "output_text", "text": "Hello"}
+    ]

@@ -16,6 +16,7 @@ import numpy as np
 from app.config import Settings, VadSettings
 from app.engines import Engines
 from app.engines.llm import ChatLLM, ChatMessage
+from app.engines.stt import Transcript, WordScore
 from app.engines.tts import Speech
 from app.errors import EngineError
 from app.rtc.outbound import PacedAudioTrack
@@ -43,12 +44,12 @@ class FakeSTT:
         self.heard: list[int] = []
         self.script: list[str] = []  # transcripts to return in order, if set
 
-    async def transcribe(self, pcm16k: bytes) -> str:
+    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
         self.heard.append(len(pcm16k))
         await asyncio.sleep(0.01)
-        if self.script:
-            return self.script.pop(0)
-        return f"question of {len(pcm16k) // 32} ms"
+        text = self.script.pop(0) if self.script else f"question of {len(pcm16k) // 32} ms"
+        words = tuple(WordScore(word, -0.1) for word in text.split()) if logprobs else None
+        return Transcript(text, words)
 
     def close(self) -> None: ...
 
@@ -58,12 +59,16 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.prompts: list[list[ChatMessage]] = []
+        self.max_tokens: list[int | None] = []
         self.closed_early = 0
         self.echo_question = False  # answer "About <the question>, ..." instead
         self.delay_s = 0.02  # between words
 
-    async def stream(self, messages: list[ChatMessage]) -> AsyncGenerator[str, None]:
+    async def stream(
+        self, messages: list[ChatMessage], *, max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
         self.prompts.append(messages)
+        self.max_tokens.append(max_tokens)
         words = ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]
         if self.echo_question:
             question = messages[-1]["content"]
@@ -109,8 +114,9 @@ class FakeTTS:
     def close(self) -> None: ...
 
 
-# Closed after each test by tests/session/conftest.py.
+# Closed after each test by tests/session/conftest.py, even a failed one.
 SPEAKERS: list[Speaker] = []
+SESSIONS: list[Session] = []
 
 
 class Speaker(PacedAudioTrack):
@@ -200,6 +206,7 @@ def make_session(
         "sess_test", settings, responder, audio, emit, output_level=audio.output_level_db
     )
     session.start()
+    SESSIONS.append(session)
     return session, sent, audio, engines
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from app.session.history import History, Message, Spoken, heard_text
+import pytest
+
+from app.session.history import ConversationTooLong, History, Message, Spoken, heard_text
 
 TIMELINE = (
     Spoken("The capital of France", 0, 1000),
@@ -20,17 +22,48 @@ def test_heard_text_keeps_whole_clauses_then_whole_words() -> None:
 
 
 def test_the_prompt_sees_interrupted_replies_as_far_as_heard() -> None:
-    history = History(max_messages=4)
+    history = History(max_items=4)
     history.add(Message("user", "Where is Paris?", "item_1"))
     reply = Message("assistant", "The capital of France is Paris.", "item_2", timeline=TIMELINE)
     history.add(reply)
     history.truncate(reply, 1000)
     assert reply.interrupted
-    assert history.prompt("be brief") == [
+    assert history.prompt("be brief", limit=4) == [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "Where is Paris?"},
         {"role": "assistant", "content": "The capital of France"},
     ]
     history.truncate(reply, 0)  # nothing heard: the reply is left out of the prompt
-    assert [m["role"] for m in history.prompt("be brief")] == ["system", "user"]
+    assert [m["role"] for m in history.prompt("be brief", limit=4)] == ["system", "user"]
     assert history.find("item_2") is reply and history.find("nope") is None
+
+
+def conversation(count: int) -> History:
+    history = History(max_items=100)
+    for n in range(count):
+        history.add(Message("user" if n % 2 == 0 else "assistant", f"message {n}", f"item_{n}"))
+    return history
+
+
+def said(prompt: list[dict[str, str]]) -> list[int]:
+    return [int(m["content"].split()[1]) for m in prompt[1:]]
+
+
+def test_truncation_keeps_the_prompt_within_its_limit() -> None:
+    # auto: the newest messages, one dropped for each added.
+    assert said(conversation(12).prompt("x", limit=10)) == list(range(2, 12))
+    # A retention ratio drops to half the limit at once, then the start stays put.
+    starts = [
+        said(conversation(n).prompt("x", limit=10, truncation=0.5))[0] for n in (10, 11, 12, 16, 17)
+    ]
+    assert starts == [0, 6, 6, 6, 12]
+    assert len(said(conversation(16).prompt("x", limit=10, truncation=0.5))) == 10
+    # disabled: a conversation too long for one prompt fails the reply instead.
+    assert len(said(conversation(10).prompt("x", limit=10, truncation="disabled"))) == 10
+    with pytest.raises(ConversationTooLong, match="truncation is disabled"):
+        conversation(11).prompt("x", limit=10, truncation="disabled")
+    # Memory itself is bounded: the oldest items go first.
+    small = History(max_items=3)
+    for n in range(5):
+        small.add(Message("user", f"message {n}", f"item_{n}"))
+    assert [m.item_id for m in small.messages()] == ["item_2", "item_3", "item_4"]

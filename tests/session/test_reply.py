@@ -10,7 +10,7 @@ async def test_an_unspeakable_clause_is_skipped_and_the_reply_goes_on() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.refuse = {"answer you asked for."}
-    session.push_audio(silence(300) + noise(800) + silence(600))
+    session.push_audio(silence(300) + noise(800) + silence(700))
     await wait_for(sent, msg.ReplyEnded)
     done = sent.nth(msg.ReplyEnded)
     assert done.status == "completed"
@@ -23,7 +23,7 @@ async def test_a_reply_nothing_of_which_can_be_spoken_fails_with_an_error() -> N
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.refuse = {"*"}
-    session.push_audio(silence(300) + noise(800) + silence(600))
+    session.push_audio(silence(300) + noise(800) + silence(700))
     await wait_for(sent, msg.ReplyEnded)
     assert sent.nth(msg.ReplyEnded).status == "failed"
     problems = sent.of(msg.Problem)
