@@ -22,7 +22,8 @@ from starlette.websockets import WebSocket
 
 from app.config import Settings
 from app.engines import Engines, load_engines
-from app.errors import NotReady, SignallingError
+from app.engines.turn import SmartTurn, TurnModel
+from app.errors import EngineError, NotReady, SignallingError
 from app.ids import new_id
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import PARAMS
@@ -105,6 +106,7 @@ class CallManager:
         )
         self.responder: Responder | None = None  # set once the engines are loaded
         self._engines: Engines | None = None
+        self.turn_model: TurnModel | None = None  # semantic_vad, where it could be loaded
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -124,13 +126,16 @@ class CallManager:
     async def load(self) -> None:
         """Load the engines once for every call, and choose what answers: agent or echo."""
         try:
+            responder: Responder
             if self.settings.agent == "echo":
                 log.info("agent=echo: no models loaded; utterances are played back")
-                self.responder = EchoResponder()
+                responder = EchoResponder()
             else:
                 self._engines = await load_engines(self.settings)
                 first_words = self.settings.tts.first_chunk_words
-                self.responder = AgentResponder(self._engines, first_chunk_words=first_words)
+                responder = AgentResponder(self._engines, first_chunk_words=first_words)
+            self.turn_model = await self._load_turn_model()
+            self.responder = responder  # last: calls are taken from now on
             # The engines live as long as the process: keep the cyclic GC from
             # re-scanning their objects, so the collections below stay sub-ms.
             gc.collect()
@@ -138,6 +143,16 @@ class CallManager:
         except Exception as exc:
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.exception("engine loading failed; the server stays up but cannot take calls")
+
+    async def _load_turn_model(self) -> TurnModel | None:
+        """Small and quick to load, so echo sessions get it too."""
+        try:
+            return await asyncio.to_thread(SmartTurn, self.settings.turn)
+        except EngineError as exc:
+            if self.settings.turn.detection == "semantic_vad":
+                raise
+            log.warning("no turn model, so no semantic_vad: %s", exc)
+            return None
 
     async def open_webrtc(
         self, offer_sdp: str, changes: OptionChanges | None = None
@@ -162,6 +177,7 @@ class CallManager:
                 peer.outbound,
                 dialect.deliver,
                 output_level=peer.outbound.output_level_db,
+                turn_model=self.turn_model,
             )
             dialect.attach(session)
             if changes is not None:
@@ -191,7 +207,14 @@ class CallManager:
 
         try:
             playout = SocketPlayout(session_id, REALTIME_RATE, push)
-            session = Session(session_id, self.settings, responder, playout, dialect.deliver)
+            session = Session(
+                session_id,
+                self.settings,
+                responder,
+                playout,
+                dialect.deliver,
+                turn_model=self.turn_model,
+            )
         except BaseException:
             self.pool.release(slot)
             raise
@@ -311,6 +334,9 @@ class CallManager:
             await asyncio.wait(supervisors, timeout=self.settings.pool.drain_timeout_s + 1)
         self.pool.close()
         self.responder = None
+        if self.turn_model is not None:
+            self.turn_model.close()
+            self.turn_model = None
         engines, self._engines = self._engines, None
         if engines is not None:
             await engines.aclose()

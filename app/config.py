@@ -87,7 +87,7 @@ class VadSettings(BaseModel):
     # 500 ms matches OpenAI's server_vad default, so Realtime clients behave as they
     # expect. Natural pauses between phrases run 200-400 ms; much lower cuts people off.
     silence_ms: int = Field(
-        500, ge=100, le=5000, description="Unvoiced audio in a row that ends the user's turn."
+        500, ge=100, le=10_000, description="Unvoiced audio in a row that ends the user's turn."
     )
     prefix_padding_ms: int = Field(
         300, ge=0, le=2000, description="Audio kept from before the confirmed speech start."
@@ -148,6 +148,40 @@ class VadSettings(BaseModel):
             if getattr(self, name) % self.frame_ms:
                 raise ValueError(f"vad.{name} must be a multiple of vad.frame_ms ({self.frame_ms})")
         return self
+
+
+class TurnSettings(BaseModel):
+    """semantic_vad: a turn model (Smart Turn v3.2) decides when the user is done."""
+
+    detection: Literal["server_vad", "semantic_vad"] = Field(
+        "server_vad",
+        description="How a session's turns end unless its client says otherwise: by "
+        "silence alone (server_vad, vad.silence_ms), or when the turn model hears a "
+        "finished turn (semantic_vad). The page starts from this too.",
+    )
+    eagerness: Literal["low", "medium", "high", "auto"] = Field(
+        "auto",
+        description="semantic_vad: the longest silence before a turn ends anyway, "
+        "as OpenAI documents it: low 8 s, medium 4 s, high 2 s; auto is medium.",
+    )
+    # Both in whole VAD frames, rounded down.
+    first_check_ms: int = Field(
+        200, ge=20, le=2000, description="Silence after which the turn model is first asked."
+    )
+    recheck_ms: int = Field(
+        300,
+        ge=20,
+        le=5000,
+        description="While the model hears an unfinished turn, it is asked again after "
+        "this much more silence.",
+    )
+    threshold: float = Field(
+        0.5, gt=0, lt=1, description="Probability above which the model's 'finished' counts."
+    )
+    model_path: str = Field(
+        "", description="Smart Turn ONNX file. Empty: the one in the pipecat-ai package."
+    )
+    threads: int = Field(1, ge=1, le=16, description="onnxruntime threads for the turn model.")
 
 
 class SttSettings(BaseModel):
@@ -238,6 +272,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     pool: PoolSettings = Field(default_factory=PoolSettings)
     vad: VadSettings = Field(default_factory=VadSettings)
+    turn: TurnSettings = Field(default_factory=TurnSettings)
     stt: SttSettings = Field(default_factory=SttSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     tts: TtsSettings = Field(default_factory=TtsSettings)

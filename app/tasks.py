@@ -61,3 +61,24 @@ class CloseOnce:
         if self._task is None:
             self._task = spawn(self._close(), self._name)
         await asyncio.shield(self._task)
+
+
+class OneShot:
+    """A callback due after a delay on the loop; start() again moves it, cancel() drops it."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self, delay_s: float) -> None:
+        self.cancel()
+        self._handle = asyncio.get_running_loop().call_later(delay_s, self._fire)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._callback()

@@ -6,6 +6,8 @@ const ui = {
   meterIn: $("meter-in"), meterOut: $("meter-out"), error: $("error"), transcript: $("transcript"),
   latency: $("latency"), remote: $("remote"), voice: $("voice"), speed: $("speed"),
   silence: $("silence"), instructions: $("instructions"), settingsForm: $("settings-form"),
+  turnDetection: $("turn-detection"), eagerness: $("eagerness"),
+  silenceField: $("silence-field"), eagernessField: $("eagerness-field"),
   settingsStatus: $("settings-status"), iceServers: $("ice-servers"),
 };
 const STATE_LABELS = { idle: "disconnected", connecting: "connecting…", listening: "listening",
@@ -134,6 +136,11 @@ async function loadConfig() {
   ui.speed.value = config.speed;
   ui.silence.value = config.vad.silence_ms;
   ui.instructions.value = config.instructions;
+  const semantic = ui.turnDetection.querySelector('option[value="semantic_vad"]');
+  semantic.disabled = !config.turn.semantic_vad;
+  ui.turnDetection.value = config.turn.semantic_vad ? config.turn.detection : "server_vad";
+  ui.eagerness.value = config.turn.eagerness;
+  showTurnFields();
   const urls = config.ice_servers.map((server) => server.urls);
   if (urls.length) ui.iceServers.textContent = urls.join(", ");
 }
@@ -268,14 +275,23 @@ function disconnect() {
 
 // --- settings and devices ---------------------------------------------------
 function settings() {
+  const turnDetection = ui.turnDetection.value === "semantic_vad"
+    ? { type: "semantic_vad", eagerness: ui.eagerness.value }
+    : { type: "server_vad", silence_duration_ms: Number(ui.silence.value) };
   return {
     type: "realtime",
     instructions: ui.instructions.value,
     audio: {
       output: { voice: ui.voice.value, speed: Number(ui.speed.value) },
-      input: { turn_detection: { type: "server_vad", silence_duration_ms: Number(ui.silence.value) } },
+      input: { turn_detection: turnDetection },
     },
   };
+}
+
+function showTurnFields() {
+  const semantic = ui.turnDetection.value === "semantic_vad";
+  ui.silenceField.hidden = semantic;
+  ui.eagernessField.hidden = !semantic;
 }
 
 function sendSettings() {
@@ -305,4 +321,5 @@ ui.connect.addEventListener("click", connect);
 ui.disconnect.addEventListener("click", disconnect);
 ui.micSelect.addEventListener("change", switchMic);
 ui.settingsForm.addEventListener("submit", (e) => { e.preventDefault(); sendSettings(); });
+ui.turnDetection.addEventListener("change", showTurnFields);
 loadConfig().catch(() => showError("Cannot reach the server."));

@@ -64,6 +64,11 @@ async def client_config(request: Request) -> dict[str, Any]:
         "voices": list(voices or [settings.tts.voice]),
         "speed": settings.tts.speed,
         "instructions": settings.llm.system_prompt,
+        "turn": {
+            "detection": settings.turn.detection,
+            "eagerness": settings.turn.eagerness,
+            "semantic_vad": calls.turn_model is not None,
+        },
         "vad": {
             "silence_ms": settings.vad.silence_ms,
             "interrupt_response": settings.vad.interrupt_response,

@@ -33,7 +33,8 @@ class SpeechEnded:
 
 @dataclass(frozen=True, slots=True)
 class SpeechPaused:
-    """Silence has lasted `vad.speculative_ms`: the turn may be ending.
+    """Silence has lasted the detector's pause point (or another recheck): the turn
+    may be ending.
 
     Work on the reply can start now; it is kept only if SpeechEnded follows
     (SpeechResumed means the user went on talking).
@@ -53,7 +54,16 @@ TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | SpeechEnded
 
 
 class TurnDetector:
-    def __init__(self, settings: VadSettings) -> None:
+    """Speech starts after `start_ms` voiced, ends after `silence_ms` unvoiced.
+
+    SpeechPaused comes after `pause_ms` of silence (by default vad.speculative_ms,
+    if below the silence window), then again every `recheck_ms` (0: once) while
+    the silence goes on: the moments to prepare a reply or to ask a turn model.
+    """
+
+    def __init__(
+        self, settings: VadSettings, *, pause_ms: int | None = None, recheck_ms: int = 0
+    ) -> None:
         self._vad = webrtcvad.Vad(settings.aggressiveness)
         self._frame_ms = settings.frame_ms
         self._frame_bytes = SAMPLE_RATE * settings.frame_ms // 1000 * BYTES_PER_SAMPLE
@@ -61,8 +71,11 @@ class TurnDetector:
         self._silence_frames = settings.silence_ms // settings.frame_ms
         self._tail_frames = min(self._silence_frames, TAIL_KEEP_MS // settings.frame_ms)
         self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
-        speculate = 0 < settings.speculative_ms < settings.silence_ms
-        self._pause_frames = settings.speculative_ms // settings.frame_ms if speculate else 0
+        if pause_ms is None:
+            speculate = 0 < settings.speculative_ms < settings.silence_ms
+            pause_ms = settings.speculative_ms if speculate else 0
+        self._pause_frames = pause_ms // settings.frame_ms
+        self._recheck_frames = recheck_ms // settings.frame_ms
         self._paused = False
         prefix_frames = settings.prefix_padding_ms // settings.frame_ms
         # Holds the prefix padding plus the voiced run that may become a start.
@@ -139,11 +152,17 @@ class TurnDetector:
         if voiced and self._paused:
             self._paused = False
             return SpeechResumed()
-        if self._pause_frames and self._silence_run == self._pause_frames:
+        if self._pause_frames and self._pausing():
             self._paused = True
             audio, end_ms = self._trimmed()
             return SpeechPaused(audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms)
         return None
+
+    def _pausing(self) -> bool:
+        beyond = self._silence_run - self._pause_frames
+        if beyond == 0:
+            return True
+        return beyond > 0 and self._recheck_frames > 0 and beyond % self._recheck_frames == 0
 
     def _trimmed(self) -> tuple[bytes, int]:
         """The utterance so far, trailing silence cut to the tail we keep, and its end."""

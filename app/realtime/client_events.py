@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
-from app.realtime.session_config import SessionConfig
+from app.realtime.session_config import TURN_DETECTION_TAGS, SessionConfig
 
 
 class BadEvent(ValueError):
@@ -141,8 +141,9 @@ def parse(event: dict[str, Any]) -> ClientCommand:
             raise BadEvent(
                 f"unsupported client event type: {event.get('type')!r}", "unknown_event"
             ) from None
-        # The first element of the location is the event's type.
-        param = ".".join(str(part) for part in problem["loc"][1:]) or None
+        # The first element of the location is the event's type; union tags are no field.
+        where = [str(part) for part in problem["loc"][1:] if part not in TURN_DETECTION_TAGS]
+        param = ".".join(where) or None
         message = f"{param}: {problem['msg']}" if param else problem["msg"]
         raise BadEvent(message, "invalid_value", param) from None
 

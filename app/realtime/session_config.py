@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
 from app.session.options import (
@@ -82,6 +82,33 @@ class ServerVad(_Strict):
     model_version: str | None = None
 
 
+class SemanticVad(_Strict):
+    type: Literal["semantic_vad"]
+    eagerness: Literal["low", "medium", "high", "auto"] | None = None
+    create_response: bool | None = None
+    interrupt_response: bool | None = None
+    model_version: str | None = None
+
+
+def _kind(detection: Any) -> str:
+    """A turn_detection object without a type is server_vad, as it was before GA."""
+    if isinstance(detection, dict):
+        return str(detection.get("type", "server_vad"))
+    return str(getattr(detection, "type", "server_vad"))
+
+
+# Tags of the discriminated union below; pydantic puts them in error locations.
+TURN_DETECTION_TAGS = ("server_vad", "semantic_vad")
+TurnDetection = Annotated[
+    Annotated[ServerVad, Tag("server_vad")] | Annotated[SemanticVad, Tag("semantic_vad")],
+    Discriminator(
+        _kind,
+        custom_error_type="invalid_value",
+        custom_error_message="turn_detection type must be server_vad or semantic_vad",
+    ),
+]
+
+
 class Transcription(_Open):
     """Which transcription model, language, prompt: Whisper here, as configured."""
 
@@ -93,7 +120,7 @@ class NoiseReduction(_Open):
 class AudioInput(_Strict):
     format: PcmFormat = None
     transcription: Transcription | None = None
-    turn_detection: ServerVad | None = None
+    turn_detection: TurnDetection | None = None
     noise_reduction: NoiseReduction | None = None
 
 
@@ -168,10 +195,18 @@ def to_changes(config: SessionConfig) -> OptionChanges:
     )
 
 
-def _turns(vad: ServerVad | None) -> TurnDetectionChange | None:
+def _turns(vad: ServerVad | SemanticVad | None) -> TurnDetectionChange | None:
     if vad is None:
         return None
+    if isinstance(vad, SemanticVad):
+        return TurnDetectionChange(
+            semantic=True,
+            eagerness=vad.eagerness,
+            interrupt_response=vad.interrupt_response,
+            create_response=vad.create_response,
+        )
     return TurnDetectionChange(
+        semantic=False,
         silence_ms=vad.silence_duration_ms,
         prefix_padding_ms=vad.prefix_padding_ms,
         aggressiveness=None if vad.threshold is None else aggressiveness_for(vad.threshold),
@@ -192,7 +227,14 @@ def _truncation(value: Literal["auto", "disabled"] | RetentionRatio | None) -> T
 def describe(options: SessionOptions, session_id: str, model: str) -> dict[str, Any]:
     """The GA `realtime.session` object."""
     detection: dict[str, Any] | None = None
-    if options.vad is not None:
+    if options.vad is not None and options.eagerness is not None:
+        detection = {
+            "type": "semantic_vad",
+            "eagerness": options.eagerness,
+            "create_response": options.create_response,
+            "interrupt_response": options.vad.interrupt_response,
+        }
+    elif options.vad is not None:
         detection = {
             "type": "server_vad",
             "threshold": options.vad.aggressiveness / 4,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from app.audio.resample import Resampler
 from app.engines.llm import ChatMessage
 from app.engines.stt import Transcript
-from app.errors import EngineError
+from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
 from app.session.audio_out import AudioOut
 from app.session.history import History, Message
@@ -55,6 +55,20 @@ class Answerer:
             await self._answer_turn(job, options)
         elif isinstance(job, ReplyRequest):
             await self._reply(job, options)
+
+    def report(self, task: asyncio.Task[None]) -> None:
+        """A job's task is over: tell the client if it failed outside a reply."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if isinstance(exc, EndOfStream):
+            log.info("peer stopped listening mid-reply", extra={"session_id": self._session_id})
+        elif isinstance(exc, EngineError):
+            log.error("turn failed: %s", exc, extra={"session_id": self._session_id})
+            self._emit(msg.Problem(exc.code, str(exc)))
+        elif exc is not None:
+            log.error("turn crashed", exc_info=exc, extra={"session_id": self._session_id})
+            self._emit(msg.Problem("internal", "internal error"))
 
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
         heard = await self._responder.transcribe(turn.audio, logprobs=options.logprobs)

@@ -20,13 +20,22 @@ T = TypeVar("T")
 # once, so the prompt's start moves rarely (an LLM server's prefix cache keeps
 # working); "disabled" fails the reply instead of dropping anything.
 Truncation = Literal["auto", "disabled"] | float
+# semantic_vad: how long a silence may last before the turn ends whatever the turn
+# model says (OpenAI's documented maximum waits).
+Eagerness = Literal["low", "medium", "high", "auto"]
+MAX_WAIT_MS: dict[Eagerness, int] = {"low": 8000, "medium": 4000, "high": 2000, "auto": 4000}
 
 
 @dataclass(frozen=True, slots=True)
 class TurnDetectionChange:
-    """Changes to automatic turn detection; None leaves a value as it is."""
+    """Changes to automatic turn detection; None leaves a value as it is.
 
-    silence_ms: int | None = None
+    Changing the kind (silence or the turn model) starts from the server's settings.
+    """
+
+    semantic: bool | None = None  # True: the turn model decides (semantic_vad)
+    eagerness: Eagerness | None = None  # semantic only
+    silence_ms: int | None = None  # server_vad only
     prefix_padding_ms: int | None = None
     aggressiveness: int | None = None  # webrtcvad mode 0..3
     interrupt_response: bool | None = None
@@ -63,16 +72,26 @@ class SessionOptions:
     truncation: Truncation = "auto"
     logprobs: bool = False
     idle_timeout_ms: int = 0  # after a reply, silence this long asks for another; 0: off
+    eagerness: Eagerness | None = None  # semantic_vad; None: turns end by silence alone
+
+    @property
+    def semantic(self) -> bool:
+        return self.eagerness is not None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SessionOptions:
+        vad, eagerness = settings.vad, None
+        if settings.turn.detection == "semantic_vad":
+            eagerness = settings.turn.eagerness
+            vad = _with_turns(vad, TurnDetectionChange(), MAX_WAIT_MS[eagerness])
         return cls(
             instructions=settings.llm.system_prompt,
             voice=settings.tts.voice,
             speed=settings.tts.speed,
-            vad=settings.vad,
+            vad=vad,
             create_response=True,
             transcription=True,
+            eagerness=eagerness,
         )
 
     def changed(
@@ -82,12 +101,13 @@ class SessionOptions:
         voices: tuple[str, ...],
         base_vad: VadSettings,
         writes_text: bool = True,
+        semantic_ok: bool = True,
     ) -> SessionOptions:
         """These options with `changes` applied, or OptionError; never half of them.
 
         `voices`: what the voice may be (empty: anything). `base_vad`: what turn
         detection starts from when it is switched on. `writes_text`: replies can be
-        text only.
+        text only. `semantic_ok`: a turn model is loaded.
         """
         if changes.voice is not None and voices and changes.voice not in voices:
             raise OptionError(
@@ -96,14 +116,27 @@ class SessionOptions:
         if changes.text_only and not writes_text:
             raise OptionError("this agent only plays back what it hears", "output_modalities")
         vad, create_response = self.vad, self.create_response
-        idle_timeout_ms = self.idle_timeout_ms
+        idle_timeout_ms, eagerness = self.idle_timeout_ms, self.eagerness
         if changes.manual_turns:
-            vad, idle_timeout_ms = None, 0
+            vad, idle_timeout_ms, eagerness = None, 0, None
         elif changes.turn_detection is not None:
             turns = changes.turn_detection
-            vad = _with_turns(vad or base_vad, turns)
+            semantic = self.semantic if turns.semantic is None else turns.semantic
+            if semantic and not semantic_ok:
+                raise OptionError(
+                    "semantic_vad needs the turn model, which is not loaded", "turn_detection"
+                )
+            same_kind = vad is not None and semantic == self.semantic
+            if not same_kind:
+                vad, idle_timeout_ms, eagerness = base_vad, 0, None
+            assert vad is not None
+            if semantic:
+                eagerness = turns.eagerness or eagerness or "auto"
+                vad = _with_turns(vad, turns, MAX_WAIT_MS[eagerness])
+            else:
+                vad = _with_turns(vad, turns)
+                idle_timeout_ms = _given(turns.idle_timeout_ms, idle_timeout_ms)
             create_response = _given(turns.create_response, create_response)
-            idle_timeout_ms = _given(turns.idle_timeout_ms, idle_timeout_ms)
         return dataclasses.replace(
             self,
             instructions=_given(changes.instructions, self.instructions),
@@ -117,6 +150,7 @@ class SessionOptions:
             truncation=_given(changes.truncation, self.truncation),
             logprobs=_given(changes.logprobs, self.logprobs),
             idle_timeout_ms=idle_timeout_ms,
+            eagerness=eagerness,
         )
 
 
@@ -130,11 +164,15 @@ def _token_limit(change: int | Literal["inf"] | None, current: int | None) -> in
     return None if change == "inf" else change
 
 
-def _with_turns(base: VadSettings, change: TurnDetectionChange) -> VadSettings:
+def _with_turns(
+    base: VadSettings, change: TurnDetectionChange, max_wait_ms: int | None = None
+) -> VadSettings:
+    """`max_wait_ms` (semantic_vad): the silence that ends a turn whatever the model says."""
     updates: dict[str, object] = {}
     # Durations snap to whole VAD frames.
-    if change.silence_ms is not None:
-        updates["silence_ms"] = round(change.silence_ms / base.frame_ms) * base.frame_ms
+    silence_ms = max_wait_ms or change.silence_ms
+    if silence_ms is not None:
+        updates["silence_ms"] = round(silence_ms / base.frame_ms) * base.frame_ms
     if change.prefix_padding_ms is not None:
         updates["prefix_padding_ms"] = (
             round(change.prefix_padding_ms / base.frame_ms) * base.frame_ms

@@ -13,17 +13,15 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from app.audio.level import SILENT_DB
-from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
+from app.audio.vad import SpeechEnded, SpeechStarted
 from app.config import Settings
-from app.errors import EndOfStream, EngineError
+from app.engines.turn import TurnModel
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.answer import Answerer
 from app.session.audio_out import AudioOut
-from app.session.bargein import BargeIn
 from app.session.history import History, Message
-from app.session.options import OptionChanges, SessionOptions
+from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.session.refusals import (
     BadTruncation,
     CannotAnswerText,
@@ -38,7 +36,8 @@ from app.session.refusals import (
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder
 from app.session.turn import Job, ReplyRequest, UserTurn
-from app.tasks import CloseOnce, cancel_task, spawn
+from app.session.turn_taking import TurnCallbacks, TurnTaking
+from app.tasks import CloseOnce, OneShot, cancel_task, spawn
 
 log = logging.getLogger(__name__)
 
@@ -67,19 +66,37 @@ class Session:
         emit: Emit,
         *,
         output_level: OutputLevel | None = None,
+        turn_model: TurnModel | None = None,
     ) -> None:
         """`output_level`: how loud the agent's voice went out lately (dBFS), where the
-        transport can tell; the echo guard weighs the user's speech against it."""
+        transport can tell; the echo guard weighs the user's speech against it.
+        `turn_model`: for semantic_vad (shared, like the engines)."""
         self.id = session_id
         self._settings = settings
         self._responder = responder
         self._emit = emit
-        self._output_level = output_level
+        self._turn_model = turn_model
         self.options = SessionOptions.from_settings(settings)
+        if self.options.semantic and turn_model is None:
+            log.warning("no turn model loaded: turns end by silence", extra={"session_id": self.id})
+            self.options = self.options.changed(
+                OptionChanges(turn_detection=TurnDetectionChange(semantic=False)),
+                voices=(),
+                base_vad=settings.vad,
+            )
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
-        self._detector = TurnDetector(settings.vad)
-        self._barge_in = BargeIn(settings.vad)
+        callbacks = TurnCallbacks(
+            started=self._speech_started,
+            paused=self._speculate,
+            resumed=self._abandon_speculation,
+            ended=self._speech_ended,
+            interrupted=self._barge_in,
+        )
+        self._turns = TurnTaking(
+            session_id, settings, callbacks, turn_model=turn_model, output_level=output_level
+        )
+        self._turns.configure(self.options)
         self._answerer = Answerer(
             session_id, responder, history=self.history, prompt_limit=limit, audio=audio, emit=emit
         )
@@ -89,7 +106,7 @@ class Session:
         self._item_id = new_id("item")  # the user's next utterance
         self._manual = bytearray()  # audio since the last commit, when turn detection is off
         self._worker: asyncio.Task[None] | None = None
-        self._idle: asyncio.TimerHandle | None = None  # the idle timeout after a reply
+        self._idle = OneShot(self._idle_timed_out)  # the idle timeout after a reply
         self._idle_from_ms = 0
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
@@ -135,33 +152,21 @@ class Session:
             voices=self._responder.voices,
             base_vad=self._settings.vad,
             writes_text=self._responder.answers_text,
+            semantic_ok=self._turn_model is not None,
         )
         if not self.options.idle_timeout_ms:
-            self._disarm_idle()
-        if self.options.vad is not before.vad:
+            self._idle.cancel()
+        if self.options.vad is not before.vad or self.options.eagerness != before.eagerness:
             self._abandon_speculation()
             self._manual.clear()
-            vad = self.options.vad or self._settings.vad
-            self._detector = TurnDetector(vad)
-            self._barge_in = BargeIn(vad)
+            self._turns.configure(self.options)
 
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         if self.options.vad is None:
             self._buffer_manual(pcm16k)
             return
-        for event in self._detector.push(pcm16k):
-            if isinstance(event, SpeechStarted):
-                self.touch()
-                self._disarm_idle()
-                self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
-            elif isinstance(event, SpeechPaused):
-                self._speculate(event.audio)
-            elif isinstance(event, SpeechResumed):
-                self._abandon_speculation()
-            elif isinstance(event, SpeechEnded):
-                self._speech_ended(event)
-        self._watch_for_barge_in(pcm16k)
+        self._turns.push(pcm16k, interruptible=self.reply is not None)
 
     def commit_input(self) -> None:
         """End the user's turn now (NothingToCommit if there is no speech)."""
@@ -171,15 +176,13 @@ class Session:
             audio, self._manual = bytes(self._manual), bytearray()
             self._committed(audio)
             return
-        ended = self._detector.force_end()
-        if ended is None:
+        if not self._turns.end_now():
             raise NothingToCommit("the input audio buffer holds no speech to commit")
-        self._speech_ended(ended)
 
     def clear_input(self) -> None:
         """Forget the user's audio not yet committed."""
         self._manual.clear()
-        self._detector.reset()
+        self._turns.reset()
         self._abandon_speculation()
 
     def add_item(
@@ -245,9 +248,14 @@ class Session:
 
     # --- the user's side
 
+    def _speech_started(self, event: SpeechStarted) -> None:
+        self.touch()
+        self._idle.cancel()
+        self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
+
     def _speech_ended(self, event: SpeechEnded) -> None:
         self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms))
-        if self._barge_in.echo_only:
+        if self._turns.echo_only:
             self._abandon_speculation()
             log.info("dropped an utterance as echo", extra={"session_id": self.id})
             self._item_id = new_id("item")
@@ -272,18 +280,9 @@ class Session:
         if len(self._manual) > limit:
             del self._manual[: len(self._manual) - limit]
 
-    def _watch_for_barge_in(self, pcm16k: bytes) -> None:
-        vad = self.options.vad
-        assert vad is not None  # push_audio only gets here with turn detection on
-        # By level, not by whether a reply is queued: echo lags the audio sent. Only
-        # the echo guard weighs it, so the per-frame path skips it otherwise.
-        level = SILENT_DB
-        if vad.echo_guard and self._output_level is not None:
-            level = self._output_level()
-        agent_db = level if level > SILENT_DB else None
-        user_speaking = self._barge_in.update(pcm16k, self._detector, agent_db)
+    def _barge_in(self) -> None:
         reply = self.reply
-        if user_speaking and reply is not None and vad.interrupt_response:
+        if reply is not None:
             reply.interrupt("turn_detected")
 
     def _speculate(self, audio: bytes) -> None:
@@ -313,33 +312,25 @@ class Session:
 
     def _arm_idle(self) -> None:
         """A reply has played: if nobody speaks for idle_timeout_ms, the agent speaks up."""
-        self._disarm_idle()
+        self._idle.cancel()
         answers = self._responder.answers_text
         if answers and self.options.idle_timeout_ms and self.options.vad is not None:
-            self._idle_from_ms = self._detector.position_ms
-            self._idle = asyncio.get_running_loop().call_later(
-                self.options.idle_timeout_ms / 1000, self._idle_timed_out
-            )
-
-    def _disarm_idle(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-            self._idle = None
+            self._idle_from_ms = self._turns.position_ms
+            self._idle.start(self.options.idle_timeout_ms / 1000)
 
     def _idle_timed_out(self) -> None:
-        self._idle = None
-        if self.busy or self._detector.speaking:
+        if self.busy or self._turns.speaking:
             return
         # The silence becomes an (empty) user item, and the agent is asked to go on.
         item_id, self._item_id = self._item_id, new_id("item")
-        end_ms = self._detector.position_ms
+        end_ms = self._turns.position_ms
         self._emit(msg.InputTimedOut(item_id, self._idle_from_ms, end_ms))
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
         self._emit(msg.UserTranscribed(item_id, "", (end_ms - self._idle_from_ms) / 1000))
         self._enqueue(ReplyRequest(self.id, nudge=True))
 
     def _enqueue(self, job: Job) -> None:
-        self._disarm_idle()
+        self._idle.cancel()
         if self._jobs.full():
             self._jobs.get_nowait().abandoned = True
             log.warning("turn queue full; dropping one", extra={"session_id": self.id})
@@ -364,25 +355,13 @@ class Session:
             finally:
                 self._job = None
                 await cancel_task(job.task)
-            self._report(job.task)
+            self._answerer.report(job.task)
             if job.reply is not None and job.reply.opened and self._jobs.empty():
                 self._arm_idle()
 
-    def _report(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if isinstance(exc, EndOfStream):
-            log.info("peer stopped listening mid-reply", extra={"session_id": self.id})
-        elif isinstance(exc, EngineError):
-            log.error("turn failed: %s", exc, extra={"session_id": self.id})
-            self._emit(msg.Problem(exc.code, str(exc)))
-        elif exc is not None:
-            log.error("turn crashed", exc_info=exc, extra={"session_id": self.id})
-            self._emit(msg.Problem("internal", "internal error"))
-
     async def _close(self) -> None:
-        self._disarm_idle()
+        self._idle.cancel()
+        await self._turns.close()
         reply = self._job.task if self._job is not None else None
         tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]
         for task in tasks:

@@ -101,3 +101,17 @@ def test_odd_chunk_sizes_give_the_same_turns(chunk: int) -> None:
 def test_settings_must_be_whole_frames() -> None:
     with pytest.raises(ValueError, match="multiple of vad.frame_ms"):
         VadSettings(frame_ms=20, silence_ms=510)
+
+
+def test_pauses_repeat_while_the_silence_goes_on() -> None:
+    """What semantic turn detection asks its model at: 200 ms, then every 300 ms."""
+    settings = VadSettings(silence_ms=2000, speculative_ms=0)
+    detector = TurnDetector(settings, pause_ms=200, recheck_ms=300)
+    events = run(detector, silence(500), noise(800), silence(1500))
+    paused = [e for e in events if isinstance(e, SpeechPaused)]
+    ends = [e.audio_end_ms for e in paused]
+    assert len(paused) == 5 and [b - a for a, b in zip(ends, ends[1:], strict=False)] == [0] * 4
+    assert not [e for e in events if isinstance(e, SpeechEnded)], "2 s of silence not reached"
+    # Speech resumes: pauses start over from the first.
+    more = run(detector, noise(400), silence(400))
+    assert [type(e) for e in more] == [SpeechResumed, SpeechPaused]

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from app.realtime.dialect import RealtimeDialect
 from app.session.responders import EchoResponder, Responder
-from tests.session.fakes import FakeLLM, FakeSTT, make_session, noise, silence
+from tests.session.fakes import FakeLLM, FakeSTT, FakeTurnModel, make_session, noise, silence
 from tests.support.realtime import create_user_text
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
@@ -37,7 +37,7 @@ class Client:
         self.wire = Wire()
         self.dialect = RealtimeDialect(self.wire, model="test-model", webrtc=webrtc)
         self.session, _, self.audio, self.engines = make_session(
-            also=self.dialect.deliver, responder=responder
+            also=self.dialect.deliver, responder=responder, turn_model=FakeTurnModel()
         )
         self.dialect.attach(self.session)
 
@@ -121,7 +121,7 @@ async def test_session_update_changes_voice_instructions_and_turn_detection() ->
     assert "response.created" not in client.kinds() and len(client.session.history) == 1
     # Bad updates change nothing and say why.
     for bad in [{"audio": {"output": {"voice": "nobody"}}},
-                {"audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}},
+                {"audio": {"input": {"turn_detection": {"type": "magic_vad"}}}},
                 {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
                 {"instructions": 42},
                 {"instructions": "Hush.", "audio": {"output": {"voice": "nobody"}}}]:  # fmt: skip
@@ -251,7 +251,7 @@ async def test_echo_cannot_answer_text_and_says_so() -> None:
     await client.session.close()
 
 
-# What @openai/agents-realtime 0.20 sends by default, with server_vad for now.
+# What @openai/agents-realtime 0.20 sends by default, plus the optional fields.
 SDK_SESSION = {
     "type": "realtime",
     "instructions": "You are a helpful assistant.",
@@ -262,7 +262,7 @@ SDK_SESSION = {
             "format": {"type": "audio/pcm", "rate": 24000},
             "noise_reduction": None,
             "transcription": {"model": "gpt-4o-mini-transcribe"},
-            "turn_detection": {"type": "server_vad", "create_response": True},
+            "turn_detection": {"type": "semantic_vad"},
         },
         "output": {"format": {"type": "audio/pcm", "rate": 24000}, "speed": 1},
     },
@@ -283,6 +283,11 @@ async def test_every_field_an_sdk_sends_is_accepted_and_unknown_ones_are_named()
     assert client.errors() == [] and client.kinds() == ["session.updated"]
     described = client.wire[-1]["session"]
     assert (described["max_output_tokens"], described["truncation"]) == ("inf", "auto")
+    detection = described["audio"]["input"]["turn_detection"]
+    assert detection == {"type": "semantic_vad", "eagerness": "auto", "create_response": True,
+                         "interrupt_response": True}  # fmt: skip
+    assert client.session.options.vad is not None
+    assert client.session.options.vad.silence_ms == 4000, "auto waits at most 4 s"
     for typo in ({"instruction": "x"}, {"audio": {"output": {"volume": 3}}}):
         client.send({"type": "session.update", "session": typo})
     refused = [e["error"] for e in client.of("error")]

@@ -18,6 +18,7 @@ from app.engines import Engines
 from app.engines.llm import ChatLLM, ChatMessage
 from app.engines.stt import Transcript, WordScore
 from app.engines.tts import Speech
+from app.engines.turn import TurnModel
 from app.errors import EngineError
 from app.rtc.outbound import PacedAudioTrack
 from app.session.messages import SessionMessage
@@ -114,6 +115,22 @@ class FakeTTS:
     def close(self) -> None: ...
 
 
+class FakeTurnModel:
+    """Says the turn is finished with `probability`, after `delay_s`; counts questions."""
+
+    def __init__(self, probability: float = 0.9, delay_s: float = 0.01) -> None:
+        self.probability = probability
+        self.delay_s = delay_s
+        self.asked: list[int] = []  # ms of audio in each question
+
+    async def complete(self, pcm16k: bytes) -> float:
+        self.asked.append(len(pcm16k) // 32)
+        await asyncio.sleep(self.delay_s)
+        return self.probability
+
+    def close(self) -> None: ...
+
+
 # Closed after each test by tests/session/conftest.py, even a failed one.
 SPEAKERS: list[Speaker] = []
 SESSIONS: list[Session] = []
@@ -186,6 +203,7 @@ def make_session(
     *,
     also: Callable[[SessionMessage], None] | None = None,
     responder: Responder | None = None,
+    turn_model: TurnModel | None = None,
     **vad: Any,
 ) -> tuple[Session, MessageLog, Speaker, Engines]:
     """A session on engine doubles (or `responder`) and the real paced track;
@@ -203,7 +221,13 @@ def make_session(
 
     responder = responder or AgentResponder(engines)
     session = Session(
-        "sess_test", settings, responder, audio, emit, output_level=audio.output_level_db
+        "sess_test",
+        settings,
+        responder,
+        audio,
+        emit,
+        output_level=audio.output_level_db,
+        turn_model=turn_model,
     )
     session.start()
     SESSIONS.append(session)

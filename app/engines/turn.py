@@ -1,0 +1,78 @@
+"""Is the user's turn over? Smart Turn v3.2, one ONNX model per process, shared by every slot.
+
+It listens to how an utterance ends (intonation, a trailing "and", "um"), not
+only to whether there is silence, and gives the probability that the turn is
+complete. The model ships in the pipecat-ai wheel, so it works offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Protocol
+
+import numpy as np
+
+from app.audio.turn_features import turn_features
+from app.config import TurnSettings
+from app.engines.gate import Gate
+from app.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+BUNDLED_DISTRIBUTION = "pipecat-ai"
+BUNDLED_FILE = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
+
+
+class TurnModel(Protocol):
+    async def complete(self, pcm16k: bytes) -> float:
+        """The probability that the utterance (16 kHz mono s16) is a finished turn."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def bundled_model_path() -> str:
+    """Found through the installed distribution: importing pipecat would run its code."""
+    from importlib import metadata
+
+    try:
+        path = metadata.distribution(BUNDLED_DISTRIBUTION).locate_file(BUNDLED_FILE)
+    except metadata.PackageNotFoundError as exc:
+        raise EngineError(
+            "turn.model_path is empty and the bundled Smart Turn (pipecat-ai) is not installed"
+        ) from exc
+    return str(path)
+
+
+class SmartTurn:
+    def __init__(self, settings: TurnSettings) -> None:
+        import onnxruntime
+
+        started = time.perf_counter()
+        path = settings.model_path or bundled_model_path()
+        options = onnxruntime.SessionOptions()
+        # One thread: a call is ~10-100 ms, and it must not take the cores TTS is using.
+        options.intra_op_num_threads = settings.threads
+        options.inter_op_num_threads = 1
+        try:
+            self._session = onnxruntime.InferenceSession(
+                path, sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # a missing or damaged file
+            raise EngineError(f"cannot load the turn model {path}: {exc}") from exc
+        self._gate = Gate("turn", 1)
+        self._predict(bytes(32_000))  # warm up
+        log.info("turn model loaded: %s in %.2fs", path, time.perf_counter() - started)
+
+    async def complete(self, pcm16k: bytes) -> float:
+        # Someone is waiting in silence for this: it goes before anything queued.
+        return await self._gate.run(self._predict, pcm16k, priority=0)
+
+    def _predict(self, pcm16k: bytes) -> float:
+        features = turn_features(pcm16k)[np.newaxis]
+        (probability,) = self._session.run(None, {"input_features": features})
+        return float(np.asarray(probability).reshape(-1)[0])
+
+    def close(self) -> None:
+        self._gate.close()

@@ -1,0 +1,147 @@
+"""Who has the floor: the user's turns, as the session's options say they end.
+
+Turns end after a silence (server_vad) or, with semantic_vad, as soon as the turn
+model hears a finished turn (with the eagerness's silence as a ceiling). The
+user speaking over a reply long enough interrupts it (barge-in). Reports what
+happens through the callbacks it is given; pure bookkeeping besides the turn
+model's questions, which run off the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.audio.level import SILENT_DB
+from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
+from app.config import Settings
+from app.engines.turn import TurnModel
+from app.session.bargein import BargeIn
+from app.session.options import SessionOptions
+from app.session.semantic import TurnJudge
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCallbacks:
+    started: Callable[[SpeechStarted], None]
+    paused: Callable[[bytes], None]  # the utterance so far: a reply may start on it
+    resumed: Callable[[], None]
+    ended: Callable[[SpeechEnded], None]
+    interrupted: Callable[[], None]  # the user talked over the agent long enough
+
+
+class TurnTaking:
+    def __init__(
+        self,
+        session_id: str,
+        settings: Settings,
+        callbacks: TurnCallbacks,
+        *,
+        turn_model: TurnModel | None,
+        output_level: Callable[[], float] | None,
+    ) -> None:
+        self._session_id = session_id
+        self._settings = settings
+        self._on = callbacks
+        self._turn_model = turn_model
+        self._output_level = output_level
+        self._vad = settings.vad
+        self._detector = TurnDetector(settings.vad)
+        self._barge_in = BargeIn(settings.vad)
+        self._judge: TurnJudge | None = None
+        self._speculate = True
+
+    @property
+    def position_ms(self) -> int:
+        return self._detector.position_ms
+
+    @property
+    def speaking(self) -> bool:
+        return self._detector.speaking
+
+    @property
+    def echo_only(self) -> bool:
+        """The utterance began over the agent's voice and never passed the echo guard."""
+        return self._barge_in.echo_only
+
+    def configure(self, options: SessionOptions) -> None:
+        """Start over with these options' turn detection."""
+        vad = options.vad or self._settings.vad
+        self._vad = vad
+        self._barge_in = BargeIn(vad)
+        self.reset()
+        if options.semantic and self._turn_model is not None:
+            turn = self._settings.turn
+            self._detector = TurnDetector(
+                vad, pause_ms=turn.first_check_ms, recheck_ms=turn.recheck_ms
+            )
+            self._judge = self._judge or TurnJudge(
+                self._session_id,
+                self._turn_model,
+                threshold=turn.threshold,
+                on_finished=self._finished,
+            )
+            self._speculate = self._settings.vad.speculative_ms > 0
+        else:
+            self._detector = TurnDetector(vad)
+            self._judge = None
+            self._speculate = True  # the detector pauses only when speculation is on
+
+    def push(self, pcm16k: bytes, *, interruptible: bool) -> None:
+        """The user's audio; `interruptible`: a reply is playing that speech may cut."""
+        for event in self._detector.push(pcm16k):
+            if isinstance(event, SpeechStarted):
+                self._on.started(event)
+            elif isinstance(event, SpeechPaused):
+                if self._speculate:
+                    self._on.paused(event.audio)
+                if self._judge is not None:
+                    self._judge.paused(event.audio)
+            elif isinstance(event, SpeechResumed):
+                if self._judge is not None:
+                    self._judge.resumed()
+                self._on.resumed()
+            elif isinstance(event, SpeechEnded):
+                self._ended(event)
+        if self._barge_in_heard(pcm16k) and interruptible and self._vad.interrupt_response:
+            self._on.interrupted()
+
+    def end_now(self) -> bool:
+        """End the user's turn now (a commit, or the turn model); False outside one."""
+        ended = self._detector.force_end()
+        if ended is None:
+            return False
+        self._ended(ended)
+        return True
+
+    def _finished(self) -> None:
+        """The turn model heard a finished turn: end it now, not after the silence."""
+        if self.end_now():
+            log.debug("turn ended by the turn model", extra={"session_id": self._session_id})
+
+    def reset(self) -> None:
+        """Forget the utterance in progress."""
+        self._detector.reset()
+        if self._judge is not None:
+            self._judge.resumed()
+
+    async def close(self) -> None:
+        if self._judge is not None:
+            await self._judge.close()
+
+    def _ended(self, event: SpeechEnded) -> None:
+        if self._judge is not None:
+            self._judge.resumed()
+        self._on.ended(event)
+
+    def _barge_in_heard(self, pcm16k: bytes) -> bool:
+        # By level, not by whether a reply is queued: echo lags the audio sent. Only
+        # the echo guard weighs it, so the per-frame path skips it otherwise.
+        level = SILENT_DB
+        if self._vad.echo_guard and self._output_level is not None:
+            level = self._output_level()
+        agent_db = level if level > SILENT_DB else None
+        return self._barge_in.update(pcm16k, self._detector, agent_db)
