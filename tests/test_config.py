@@ -66,6 +66,9 @@ OTHER_VALUES: dict[str, object] = {
     "llm.temperature": 0.5,
     "tts.speed": 1.5,
     "stt.beam_size": 2,
+    "turn.detection": "semantic_vad",
+    "turn.eagerness": "high",
+    "turn.threshold": 0.7,
 }
 
 
