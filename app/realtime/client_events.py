@@ -83,6 +83,11 @@ class ItemCreate(_Event):
     item: MessageItem
 
 
+class ItemRetrieve(_Event):
+    type: Literal["conversation.item.retrieve"]
+    item_id: str
+
+
 class ItemDelete(_Event):
     type: Literal["conversation.item.delete"]
     item_id: str
@@ -121,6 +126,7 @@ ClientCommand = Annotated[
     | InputAudioCommit
     | InputAudioClear
     | ItemCreate
+    | ItemRetrieve
     | ItemDelete
     | ItemTruncate
     | ResponseCreate

@@ -143,6 +143,10 @@ class RealtimeDialect:
                 self._send(events.input_cleared())
             case cmd.ItemCreate(item=item):
                 session.add_item(item.role, item.text, item.id)
+            case cmd.ItemRetrieve(item_id=item_id):
+                message = session.retrieve_item(item_id)
+                kept = _pcm24k_base64(message.audio) if message.audio is not None else None
+                self._send(events.item_retrieved(message, kept))
             case cmd.ItemDelete(item_id=item_id):
                 session.delete_item(item_id)
             case cmd.ItemTruncate(item_id=item_id, audio_end_ms=audio_end_ms):
@@ -182,6 +186,13 @@ class RealtimeDialect:
 
     def _send(self, event: events.Event) -> None:
         self._channel.send_text(_json(event), droppable=event["type"].endswith(".delta"))
+
+
+def _pcm24k_base64(pcm16k: bytes) -> str:
+    """Kept speech, in the session's audio format."""
+    resampler = Resampler(RATE)  # one utterance, start to end: a fresh one is right
+    samples = np.frombuffer(pcm16k, dtype=np.int16)
+    return base64.b64encode(resampler.pcm(samples, INBOUND_RATE) + resampler.flush()).decode()
 
 
 def _bad_audio(message: str) -> cmd.BadEvent:

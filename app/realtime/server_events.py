@@ -13,6 +13,7 @@ from typing import Any
 from app.engines.stt import WordScore
 from app.ids import new_id
 from app.session import messages as msg
+from app.session.history import Message
 
 Event = dict[str, Any]
 
@@ -267,6 +268,28 @@ def item_added(item: dict[str, Any], previous_item_id: str | None = None) -> Eve
 
 def item_done(item: dict[str, Any], previous_item_id: str | None = None) -> Event:
     return _event("conversation.item.done", previous_item_id=previous_item_id, item=item)
+
+
+def item_retrieved(message: Message, audio: str | None) -> Event:
+    """An item as stored; `audio`: the user's speech, base64 pcm16 at 24 kHz, if kept."""
+    if message.role == "assistant" and message.spoken:
+        item = assistant_item(message.item_id, message.content, _status(message))
+    elif message.role == "assistant":
+        item = assistant_item(message.item_id, message.content, _status(message), "text")
+    elif message.spoken:
+        item = user_item(message.item_id, transcript=message.content)
+        part = item["content"][0]
+        if audio is not None:
+            part["audio"] = audio
+        elif message.audio_dropped:
+            part["audio_dropped"] = True  # ours: the speech is no longer kept
+    else:
+        item = text_item(message.item_id, message.role, message.content)
+    return _event("conversation.item.retrieved", item=item)
+
+
+def _status(message: Message) -> str:
+    return "incomplete" if message.interrupted else "completed"
 
 
 def item_deleted(item_id: str) -> Event:

@@ -105,8 +105,8 @@ class Answerer:
     def _heard(self, turn: UserTurn, heard: Transcript) -> None:
         seconds = len(turn.audio) / 32_000
         self._emit(msg.UserTranscribed(turn.item_id, heard.text, seconds, heard.words))
-        if heard.text:
-            self._history.add(Message("user", heard.text, turn.item_id))
+        # Kept even when nothing could be made out: the item exists, with its audio.
+        self._history.add(Message("user", heard.text, turn.item_id, spoken=True, audio=turn.audio))
 
     async def _respond(
         self,

@@ -59,6 +59,9 @@ class Message:
     timeline: tuple[Spoken, ...] = ()
     heard_ms: float | None = None  # where it was cut; None: heard to the end
     seq: int = -1  # its place among every message ever added (set by History.add)
+    spoken: bool = False  # said aloud (by the user or the agent), not typed or written
+    audio: bytes | None = None  # the user's speech (16 kHz mono s16), while it is kept
+    audio_dropped: bool = False  # the user's speech was, but is no longer, kept
 
     @property
     def audio_ms(self) -> float:
@@ -67,13 +70,20 @@ class Message:
         return full if self.heard_ms is None else min(full, self.heard_ms)
 
 
+# The user's speech kept for conversation.item.retrieve: per session at most this
+# many items and seconds (1.9 MB), the newest first.
+AUDIO_ITEMS = 20
+AUDIO_S = 60
+
+
 class ConversationTooLong(EngineError):
     code = "conversation_too_long"
 
 
 class History:
     """The conversation in order. Memory holds at most `max_items` messages (the
-    oldest go first); the prompt holds fewer, by the session's truncation."""
+    oldest go first); the prompt holds fewer, by the session's truncation. The
+    user's speech is kept for the newest AUDIO_ITEMS items, AUDIO_S seconds in all."""
 
     def __init__(self, max_items: int) -> None:
         self._messages: deque[Message] = deque(maxlen=max_items)
@@ -83,6 +93,18 @@ class History:
         message.seq = self._added
         self._added += 1
         self._messages.append(message)
+        if message.audio is not None:
+            self._bound_audio()
+
+    def _bound_audio(self) -> None:
+        kept_items, kept_bytes = 0, 0
+        for message in reversed(self._messages):
+            if message.audio is None:
+                continue
+            kept_items += 1
+            kept_bytes += len(message.audio)
+            if kept_items > AUDIO_ITEMS or kept_bytes > AUDIO_S * 32_000:
+                message.audio, message.audio_dropped = None, True
 
     def find(self, item_id: str) -> Message | None:
         return next((m for m in self._messages if m.item_id == item_id), None)

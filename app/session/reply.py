@@ -198,7 +198,15 @@ class Reply:
         previous = self._history.last_item_id
         if text or interrupted:
             self._history.add(
-                Message("assistant", text, self.item_id, interrupted, self.timeline(), heard)
+                Message(
+                    "assistant",
+                    text,
+                    self.item_id,
+                    interrupted,
+                    self.timeline(),
+                    heard,
+                    spoken=self.modality == "audio",
+                )
             )
         timings = self._timings.as_ms()
         cut = interrupted and heard is not None and bool(self._clauses)

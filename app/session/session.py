@@ -196,6 +196,13 @@ class Session:
         self.history.add(Message(role, text, item_id))
         self._emit(msg.TextItemAdded(item_id, role, text, previous))
 
+    def retrieve_item(self, item_id: str) -> Message:
+        """An item as stored (a user's speech only while it is kept)."""
+        message = self.history.find(item_id)
+        if message is None:
+            raise UnknownItem(f"no item {item_id!r}")
+        return message
+
     def delete_item(self, item_id: str) -> None:
         reply = self.reply
         if reply is not None and reply.item_id == item_id:
@@ -327,6 +334,7 @@ class Session:
         self._emit(msg.InputTimedOut(item_id, self._idle_from_ms, end_ms))
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
         self._emit(msg.UserTranscribed(item_id, "", (end_ms - self._idle_from_ms) / 1000))
+        self.history.add(Message("user", "", item_id, spoken=True))
         self._enqueue(ReplyRequest(self.id, nudge=True))
 
     def _enqueue(self, job: Job) -> None:

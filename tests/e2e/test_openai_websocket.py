@@ -76,6 +76,15 @@ async def test_sdk_websocket_spoken_turn_and_text_turn(
         assert rms_db(reply_audio(seen)) > -50, "the reply came as audio deltas"
         assert "response.output_audio.done" in kinds
 
+        # The user's turn, retrieved: its transcript and the audio the server kept.
+        user_item = [e for e in seen if e.type == "input_audio_buffer.committed"][0].item_id  # type: ignore[union-attr]
+        await conn.conversation.item.retrieve(item_id=user_item)
+        retrieved = (await events_until(conn, "conversation.item.retrieved"))[-1]
+        part = retrieved.item.content[0]  # type: ignore[union-attr]
+        assert part.transcript == heard[0].transcript and part.audio
+        kept_s = len(base64.b64decode(part.audio)) / 2 / 24_000
+        assert 1.5 < kept_s <= len(pcm) / 24_000, "the utterance, without the lead-in silence"
+
         # Text in, speech out, on the same connection.
         await conn.conversation.item.create(item=user_text("Say hello."))
         await conn.response.create()

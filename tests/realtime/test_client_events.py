@@ -57,6 +57,7 @@ EXAMPLES: list[tuple[dict[str, Any], type]] = [
         },
         cmd.ItemCreate,
     ),  # fmt: skip
+    ({"type": "conversation.item.retrieve", "item_id": "item_1"}, cmd.ItemRetrieve),
     ({"type": "conversation.item.delete", "item_id": "item_1"}, cmd.ItemDelete),
     (
         {

@@ -375,3 +375,25 @@ async def test_an_idle_timeout_after_a_reply_makes_the_agent_speak_up() -> None:
     assert client.kinds().count("input_audio_buffer.timeout_triggered") == 1
     client.assert_sdk_parses()
     await client.session.close()
+
+
+async def test_items_are_retrieved_as_stored_with_the_users_speech() -> None:
+    client = Client()
+    client.session.push_audio(silence(300) + noise(800) + silence(700))
+    await client.wait_for("response.done")
+    user = client.of("input_audio_buffer.committed")[0]["item_id"]
+    reply = client.of("response.done")[0]["response"]["output"][0]["id"]
+    client.send({"type": "conversation.item.retrieve", "item_id": user, "event_id": "evt_r"})
+    retrieved = client.wire[-1]
+    assert retrieved["type"] == "conversation.item.retrieved"
+    part = retrieved["item"]["content"][0]
+    assert part["type"] == "input_audio" and part["transcript"].startswith("question of")
+    seconds = len(base64.b64decode(part["audio"])) / 2 / 24_000
+    heard_s = client.engines.stt.heard[0] / 32_000  # type: ignore[attr-defined]
+    assert abs(seconds - heard_s) < 0.05, "the utterance, as pcm16 at 24 kHz"
+    client.send({"type": "conversation.item.retrieve", "item_id": reply})
+    assert client.wire[-1]["item"]["content"][0]["transcript"].startswith("Sure")
+    client.send({"type": "conversation.item.retrieve", "item_id": "item_nope"})
+    assert client.errors() == ["item_not_found"]
+    client.assert_sdk_parses()
+    await client.session.close()

@@ -10,8 +10,9 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from app.engines.stt import WordScore
-from app.realtime.server_events import for_message
+from app.realtime.server_events import for_message, item_retrieved
 from app.session import messages as msg
+from app.session.history import Message
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
 TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}
@@ -169,3 +170,28 @@ def test_written_replies_and_word_scores() -> None:
     assert done[-1]["response"]["output"][0]["content"] == [
         {"type": "output_text", "text": "Hello"}
     ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message("user", "Where is it?", "item_1", spoken=True, audio=bytes(3200)),
+        Message("user", "Where is it?", "item_1", spoken=True, audio_dropped=True),
+        Message("user", "typed", "item_2"),
+        Message("system", "Be kind.", "item_3"),
+        Message("assistant", "It is", "item_4", interrupted=True, spoken=True),
+        Message("assistant", "Written.", "item_5"),
+    ],
+    ids=["spoken", "audio-dropped", "typed", "system", "reply", "written-reply"],
+)
+def test_a_retrieved_item_is_as_stored(message: Message) -> None:
+    audio = "AAAA" if message.audio is not None else None
+    event = item_retrieved(message, audio)
+    SERVER_EVENT.validate_python(event, strict=True)
+    item = event["item"]
+    assert (item["id"], item["role"]) == (message.item_id, message.role)
+    part = item["content"][0]
+    assert message.content in (part.get("transcript"), part.get("text"))
+    assert part.get("audio") == audio
+    assert part.get("audio_dropped", False) == message.audio_dropped
+    assert item["status"] == ("incomplete" if message.interrupted else "completed")

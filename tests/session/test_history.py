@@ -67,3 +67,17 @@ def test_truncation_keeps_the_prompt_within_its_limit() -> None:
     for n in range(5):
         small.add(Message("user", f"message {n}", f"item_{n}"))
     assert [m.item_id for m in small.messages()] == ["item_2", "item_3", "item_4"]
+
+
+def test_the_users_speech_is_kept_for_the_newest_items_only() -> None:
+    history = History(max_items=100)
+    second = bytes(32_000)
+    for n in range(25):
+        history.add(Message("user", f"said {n}", f"item_{n}", spoken=True, audio=second))
+    kept = [m.item_id for m in history.messages() if m.audio is not None]
+    assert kept == [f"item_{n}" for n in range(5, 25)], "20 items at the most"
+    assert all(m.audio_dropped for m in history.messages()[:5])
+    history.add(Message("user", "a long one", "item_long", spoken=True, audio=second * 50))
+    kept_s = sum(len(m.audio or b"") for m in history.messages()) / 32_000
+    assert kept_s <= 60 and history.find("item_long") is not None
+    assert history.find("item_long").audio is not None, "the newest is kept first"  # type: ignore[union-attr]
