@@ -15,6 +15,7 @@ import asyncio
 import gc
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +24,7 @@ from starlette.websockets import WebSocket
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
-from app.errors import EngineError, NotReady, SignallingError
+from app.errors import EngineError, NotFound, NotReady, SignallingError
 from app.ids import new_id
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import PARAMS
@@ -80,6 +81,16 @@ class Dialect(Protocol):
     def call_ended(self, code: str, message: str) -> None:
         """The call is over (a code from ENDINGS): the last thing the client hears."""
         ...
+
+
+def _configure(session: Session, changes: Sequence[OptionChanges]) -> None:
+    """A call's session config (from its client secret, its offer), before it starts."""
+    for change in changes:
+        try:
+            session.configure(change)
+        except OptionError as exc:
+            param = PARAMS.get(exc.option, exc.option)
+            raise SignallingError(f"session config: {exc} ({param})") from exc
 
 
 @dataclass(slots=True)
@@ -155,11 +166,11 @@ class CallManager:
             return None
 
     async def open_webrtc(
-        self, offer_sdp: str, changes: OptionChanges | None = None
+        self, offer_sdp: str, changes: Sequence[OptionChanges] = ()
     ) -> tuple[str, str]:
         """Answer an SDP offer on a fresh slot; the data channel speaks Realtime.
 
-        Returns (answer_sdp, session_id). `changes` configure the session first.
+        Returns (answer_sdp, session_id). `changes` configure the session first, in order.
         """
         responder = self._responder_or_refuse()
         session_id = new_id("sess")
@@ -180,12 +191,7 @@ class CallManager:
                 turn_model=self.turn_model,
             )
             dialect.attach(session)
-            if changes is not None:
-                try:
-                    session.configure(changes)
-                except OptionError as exc:
-                    param = PARAMS.get(exc.option, exc.option)
-                    raise SignallingError(f"session config: {exc} ({param})") from exc
+            _configure(session, changes)
             peer.bind(session.push_audio, dialect.opened, dialect.receive)
         except BaseException:
             await peer.close()
@@ -194,7 +200,9 @@ class CallManager:
         self._start(Call(slot, peer, dialect, session))
         return answer, session_id
 
-    async def serve_websocket(self, websocket: WebSocket) -> None:
+    async def serve_websocket(
+        self, websocket: WebSocket, changes: Sequence[OptionChanges] = ()
+    ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
         responder = self._responder_or_refuse()
         session_id = new_id("sess")
@@ -215,6 +223,7 @@ class CallManager:
                 dialect.deliver,
                 turn_model=self.turn_model,
             )
+            _configure(session, changes)
         except BaseException:
             self.pool.release(slot)
             raise
@@ -224,6 +233,30 @@ class CallManager:
         call = self._start(Call(slot, transport, dialect, session))
         assert call.supervisor is not None
         await asyncio.wait([call.supervisor])
+
+    async def control(self, call_id: str, websocket: WebSocket) -> None:
+        """Sideband: a server-side controller on an accepted WebSocket hears a WebRTC
+        call's events and sends its own, until it leaves or the call ends.
+
+        Takes no slot: the call has one. Raises NotFound for an unknown call.
+        """
+        call = self._calls.get(call_id)
+        if call is None or not isinstance(call.dialect, RealtimeDialect):
+            raise NotFound(f"no call {call_id!r} to control")
+        dialect, supervisor = call.dialect, call.supervisor
+        controller = WsTransport(websocket, f"{call_id}:sideband")
+        dialect.watch(controller)
+        controller.start(lambda data: dialect.receive(data, controller))
+        left = asyncio.create_task(controller.ended.wait(), name=f"{call_id}:sideband-wait")
+        try:
+            await asyncio.wait(
+                [t for t in (left, supervisor) if t is not None], return_when="FIRST_COMPLETED"
+            )
+            await controller.flush(timeout_s=0.5)  # the call's last event, if it ended
+        finally:
+            left.cancel()
+            dialect.unwatch(controller)
+            await controller.close()
 
     def _start(self, call: Call) -> Call:
         self._calls[call.session.id] = call

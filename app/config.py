@@ -35,6 +35,12 @@ class ServerSettings(BaseModel):
         "may open the Realtime WebSocket, besides this server's own. Clients that are not "
         "browsers send no Origin and are not affected.",
     )
+    page_client_secrets: bool = Field(
+        False,
+        description="POST /v1/page/client_secret mints a 10-minute client secret for the "
+        "page, which cannot hold api_key. Turn on only behind the deployment's own login "
+        "(a reverse proxy): whoever reaches it can mint keys.",
+    )
     opus_dtx: bool = Field(
         True,
         description="While the agent is silent, send one Opus packet every 400 ms instead "

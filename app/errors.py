@@ -24,6 +24,16 @@ class SignallingError(VoiceAgentError):
     type = "invalid_request_error"
 
 
+class BadRequest(VoiceAgentError):
+    """A request the server understood but cannot do as asked."""
+
+    type = "invalid_request_error"
+
+
+class NotFound(VoiceAgentError):
+    type = "invalid_request_error"
+
+
 class Unauthorized(VoiceAgentError):
     type = "invalid_request_error"
 

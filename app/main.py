@@ -10,7 +10,8 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api import errors, health, realtime_calls, realtime_ws, signalling
+from app.api import client_secrets, errors, health, realtime_calls, realtime_ws, signalling
+from app.api.auth import ClientSecrets
 from app.calls import CallManager
 from app.config import Settings, get_settings
 
@@ -35,10 +36,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="voice-agent", lifespan=lifespan)
     app.state.calls = calls
+    app.state.client_secrets = ClientSecrets()
     errors.install(app)
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)
     app.include_router(realtime_ws.router)
+    app.include_router(client_secrets.router)
     app.include_router(health.router)
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")

@@ -18,6 +18,7 @@ const FINAL_ENDINGS = new Set(["idle_timeout", "session_expired", "hangup"]);
 const VOICE_RMS = 0.02; // a level above this counts as someone speaking
 
 let config = null;
+let key = null; // a client secret for this page, when the server has an API key
 let call = null; // { pc, mic, channel }
 let wanted = false; // the user pressed Connect and has not pressed Disconnect
 let attempt = 0;
@@ -190,9 +191,15 @@ async function connect() {
     };
     await pc.setLocalDescription(await pc.createOffer());
     await waitForIce(pc);
-    const res = await fetch("/offer", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer" }) });
+    const offer = JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer" });
+    let res = await postOffer(offer);
+    if (res.status === 401 && (key = await pageKey())) res = await postOffer(offer);
     const body = await res.json().catch(() => ({}));
+    if (res.status === 401) {
+      wanted = false;
+      teardown();
+      return showError("This server needs an API key, and gives the page none: ask its operator.");
+    }
     if (res.status === 503 && body.error?.type === "session_limit_reached") {
       const wait = Number(res.headers.get("Retry-After")) || 2;
       return busy(wait);
@@ -209,6 +216,19 @@ async function connect() {
     if (err instanceof TypeError) return dropped("cannot reach the server");
     dropped(String(err.message || err));
   }
+}
+
+function postOffer(offer) {
+  const headers = { "Content-Type": "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  return fetch("/offer", { method: "POST", headers, body: offer });
+}
+
+// A server with an API key may hand the page a short-lived client secret
+// (server.page_client_secrets, behind the deployment's own login).
+async function pageKey() {
+  const res = await fetch("/v1/page/client_secret", { method: "POST" }).catch(() => null);
+  return res?.ok ? (await res.json()).value : null;
 }
 
 // Waiting to dial again: Connect stays pressed, Disconnect gives up.

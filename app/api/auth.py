@@ -1,20 +1,71 @@
-"""Who may call: the optional API key, and which web origins may open a WebSocket.
+"""Who may call: the optional API key, client secrets, and which web origins may
+open a WebSocket.
 
-With server.api_key set, clients must present it: as 'Authorization: Bearer <key>', or,
-from a browser WebSocket (which cannot set headers), as the subprotocol
-'openai-insecure-api-key.<key>', as the official SDKs send it.
+With server.api_key set, clients must present it, or a client secret (`ek_...`)
+minted with it: as 'Authorization: Bearer <key>', or, from a browser WebSocket
+(which cannot set headers), as the subprotocol 'openai-insecure-api-key.<key>',
+as the official SDKs send it.
 """
 
 from __future__ import annotations
 
 import hmac
+import secrets
+import time
+from dataclasses import dataclass
 
 from fastapi import Request, WebSocket
 
 from app.errors import Unauthorized
+from app.session.options import OptionChanges
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 REALTIME_SUBPROTOCOL = "realtime"
+SECRET_PREFIX = "ek_"
+# Minted and not yet expired, per server; past this the soonest to expire go first.
+MAX_SECRETS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    expires_at: float  # time.time()
+    changes: OptionChanges | None  # the session config that comes with it
+
+
+class ClientSecrets:
+    """One server's minted keys, in memory: a restart revokes them all."""
+
+    def __init__(self) -> None:
+        self._secrets: dict[str, Secret] = {}
+
+    def mint(self, seconds: int, changes: OptionChanges | None) -> tuple[str, Secret]:
+        now = time.time()
+        self._secrets = {k: s for k, s in self._secrets.items() if s.expires_at > now}
+        while len(self._secrets) >= MAX_SECRETS:
+            del self._secrets[min(self._secrets, key=lambda k: self._secrets[k].expires_at)]
+        value = SECRET_PREFIX + secrets.token_urlsafe(24)
+        secret = self._secrets[value] = Secret(now + seconds, changes)
+        return value, secret
+
+    def find(self, value: str) -> Secret | None:
+        secret = self._secrets.get(value)
+        return secret if secret is not None and secret.expires_at > time.time() else None
+
+
+def authorize(token: str | None, api_key: str, minted: ClientSecrets) -> Secret | None:
+    """The client secret `token` is, or None for the server's own key (or no key needed).
+
+    Raises Unauthorized for a wrong key, and for an `ek_` key that is unknown or has
+    expired (checked even on a server without a key: it was meant to be one of ours).
+    """
+    if token is not None and token.startswith(SECRET_PREFIX):
+        secret = minted.find(token)
+        if secret is None:
+            raise Unauthorized("unknown or expired client secret")
+        return secret
+    if not key_matches(api_key, token):
+        raise Unauthorized("missing or wrong API key: send 'Authorization: Bearer <key>'")
+    return None
 
 
 def key_matches(expected: str, token: str | None) -> bool:
@@ -29,9 +80,10 @@ def bearer_token(authorization: str | None) -> str | None:
 
 
 async def require_key(request: Request) -> None:
-    expected = request.app.state.calls.settings.server.api_key
-    if not key_matches(expected, bearer_token(request.headers.get("authorization"))):
-        raise Unauthorized("missing or wrong API key: send 'Authorization: Bearer <key>'")
+    """A route dependency; the client secret used, if any, is left in request.state.secret."""
+    token = bearer_token(request.headers.get("authorization"))
+    api_key = request.app.state.calls.settings.server.api_key
+    request.state.secret = authorize(token, api_key, request.app.state.client_secrets)
 
 
 def websocket_token(websocket: WebSocket) -> str | None:

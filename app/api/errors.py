@@ -7,6 +7,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.errors import (
+    BadRequest,
+    NotFound,
     NotReady,
     SessionLimitReached,
     SignallingError,
@@ -43,6 +45,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SignallingError)
     async def _bad_offer(_: Request, exc: SignallingError) -> JSONResponse:
         return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
+
+    @app.exception_handler(BadRequest)
+    async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=404)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:

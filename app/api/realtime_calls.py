@@ -14,7 +14,7 @@ from starlette.datastructures import UploadFile
 
 from app.api.auth import require_key
 from app.api.errors import error_body
-from app.api.signalling import calls_of
+from app.api.signalling import calls_of, secret_changes
 from app.errors import SignallingError
 from app.realtime.session_config import SessionConfig, to_changes
 from app.session.options import OptionChanges
@@ -26,7 +26,8 @@ router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
 async def create_call(request: Request) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)
-    answer, session_id = await calls_of(request).open_webrtc(sdp, session)
+    changes = [*secret_changes(request), *([session] if session is not None else [])]
+    answer, session_id = await calls_of(request).open_webrtc(sdp, changes)
     return Response(
         answer,
         status_code=201,

@@ -15,9 +15,9 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from app.api.auth import chosen_subprotocol, key_matches, origin_allowed, websocket_token
+from app.api.auth import authorize, chosen_subprotocol, origin_allowed, websocket_token
 from app.calls import CallManager
-from app.errors import NotReady, SessionLimitReached
+from app.errors import NotFound, NotReady, SessionLimitReached, SignallingError, Unauthorized
 from app.realtime import server_events as events
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,10 @@ TRY_AGAIN_LATER = 1013
 
 
 @router.websocket("/v1/realtime")
-async def realtime(websocket: WebSocket) -> None:
-    """`?model=` is accepted and ignored: the server runs the model it was started with."""
+async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
+    """A Realtime session over the socket; `?model=` is accepted and ignored (the server
+    runs the model it was started with). With `?call_id=`, a sideband controller of that
+    WebRTC call instead, for the server's API key only."""
     calls: CallManager = websocket.app.state.calls
     server = calls.settings.server
     # Refused before the handshake completes: the client sees HTTP 403.
@@ -38,20 +40,40 @@ async def realtime(websocket: WebSocket) -> None:
         log.warning("refused a WebSocket from origin %s", websocket.headers.get("origin"))
         await websocket.close(POLICY_VIOLATION, "origin not allowed")
         return
-    if not key_matches(server.api_key, websocket_token(websocket)):
-        await websocket.close(POLICY_VIOLATION, "missing or wrong API key")
+    try:
+        secret = authorize(
+            websocket_token(websocket), server.api_key, websocket.app.state.client_secrets
+        )
+    except Unauthorized as exc:
+        await websocket.close(POLICY_VIOLATION, str(exc)[:120])
+        return
+    if call_id is not None and secret is not None:
+        await websocket.close(POLICY_VIOLATION, "a client secret cannot control a call")
         return
     await websocket.accept(subprotocol=chosen_subprotocol(websocket))
+    if call_id is not None:
+        try:
+            await calls.control(call_id, websocket)
+        except NotFound as exc:
+            await _refuse(
+                websocket, "invalid_request_error", str(exc), POLICY_VIOLATION, "call_not_found"
+            )
+        return
+    changes = [secret.changes] if secret is not None and secret.changes is not None else []
     try:
-        await calls.serve_websocket(websocket)
+        await calls.serve_websocket(websocket, changes)
     except SessionLimitReached as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except NotReady as exc:
         await _refuse(websocket, exc.type, str(exc), TRY_AGAIN_LATER)
+    except SignallingError as exc:  # a client secret's session config no longer fits
+        await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
 
 
-async def _refuse(websocket: WebSocket, type_: str, message: str, code: int) -> None:
+async def _refuse(
+    websocket: WebSocket, type_: str, message: str, code: int, error_code: str | None = None
+) -> None:
     with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
-        event = events.error(message, type_=type_, code=type_)
+        event = events.error(message, type_=type_, code=error_code or type_)
         await websocket.send_text(json.dumps(event))
         await websocket.close(code, message[:120])

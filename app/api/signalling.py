@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from app.api.auth import require_key
 from app.calls import CallManager
+from app.session.options import OptionChanges
 
 router = APIRouter()
 
@@ -29,8 +30,14 @@ def calls_of(request: Request) -> CallManager:
     return manager
 
 
+def secret_changes(request: Request) -> list[OptionChanges]:
+    """The session config that came with the client secret the caller used, if any."""
+    secret = getattr(request.state, "secret", None)
+    return [secret.changes] if secret is not None and secret.changes is not None else []
+
+
 @router.post("/offer", response_model=AnswerResponse, dependencies=[Depends(require_key)])
 async def offer(body: OfferRequest, request: Request) -> AnswerResponse:
     """Answer a WebRTC offer. 400 bad SDP, 503 pool full (Retry-After) or not ready."""
-    answer, session_id = await calls_of(request).open_webrtc(body.sdp)
+    answer, session_id = await calls_of(request).open_webrtc(body.sdp, secret_changes(request))
     return AnswerResponse(sdp=answer, session_id=session_id)

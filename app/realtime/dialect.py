@@ -16,10 +16,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from app.audio import g711
 from app.audio.resample import Resampler
 from app.realtime import client_events as cmd
 from app.realtime import server_events as events
-from app.realtime.session_config import PARAMS, RATE, describe, to_changes
+from app.realtime.session_config import (
+    PARAMS,
+    RATE,
+    AudioFormatName,
+    describe,
+    formats,
+    to_changes,
+)
 from app.session import refusals
 from app.session.messages import (
     ReplyAudioCleared,
@@ -49,6 +57,7 @@ REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
     refusals.CannotAnswerText: ("unsupported_in_echo_mode", None),
 }
 
+LAWS: dict[str, g711.Law] = {"audio/pcmu": "ulaw", "audio/pcma": "alaw"}
 # Messages about the WebRTC track's playout.
 PLAYOUT = (ReplyAudioStarted, ReplyAudioStopped, ReplyAudioCleared)
 
@@ -68,11 +77,16 @@ class RealtimeDialect:
         """`webrtc`: the audio goes on a WebRTC track, so the client hears about its
         playout (`output_audio_buffer.*`); over a WebSocket the audio is in the events."""
         self._channel = channel
+        self._watchers: list[EventChannel] = []  # sideband controllers of this call
         self._model = model
         self._webrtc = webrtc
         self._session: Session | None = None
         self._speaking = ("", "")  # (response_id, item_id) of the reply being heard
-        self._appended: Resampler | None = None  # made on the first append: stateful
+        # The WebSocket's audio formats, in and out (a WebRTC call's audio is on its track).
+        self._formats: tuple[AudioFormatName, AudioFormatName] = ("audio/pcm", "audio/pcm")
+        # Made on first use and kept: resampling is stateful along a stream.
+        self._appended: Resampler | None = None
+        self._delta_resampler: Resampler | None = None
 
     def attach(self, session: Session) -> None:
         self._session = session
@@ -88,11 +102,22 @@ class RealtimeDialect:
         """The event channel is open: greet the client with its session."""
         self._send(events.session_created(self._describe()))
 
-    def receive(self, data: str | bytes) -> None:
-        """One message from the client: handled now, answered by events."""
-        event, problem = _decode(data, self._channel.max_message_bytes)
+    def watch(self, controller: EventChannel) -> None:
+        """A sideband controller joins: it hears every event and may send its own."""
+        self._watchers.append(controller)
+        self._send(events.session_created(self._describe()), to=controller)
+
+    def unwatch(self, controller: EventChannel) -> None:
+        if controller in self._watchers:
+            self._watchers.remove(controller)
+
+    def receive(self, data: str | bytes, source: EventChannel | None = None) -> None:
+        """One message from the client (or from a sideband controller, `source`): handled
+        now; what it changes is told to everyone, a refusal only to the sender."""
+        sender = source or self._channel
+        event, problem = _decode(data, sender.max_message_bytes)
         if problem is not None:
-            self._send(problem)
+            self._send(problem, to=sender)
             return
         assert event is not None
         try:
@@ -100,12 +125,12 @@ class RealtimeDialect:
             self.session.touch()
             self._handle(command)
         except cmd.BadEvent as exc:
-            self._refuse(str(exc), exc.code, exc.param, event)
+            self._refuse(sender, str(exc), exc.code, exc.param, event)
         except refusals.OptionError as exc:
-            self._refuse(str(exc), "invalid_value", PARAMS.get(exc.option), event)
+            self._refuse(sender, str(exc), "invalid_value", PARAMS.get(exc.option), event)
         except refusals.Refused as exc:
             code, param = REFUSALS.get(type(exc), ("invalid_value", None))
-            self._refuse(str(exc), code, param, event)
+            self._refuse(sender, str(exc), code, param, event)
 
     def call_ended(self, code: str, message: str) -> None:
         """The call is over; the last event the client gets says why."""
@@ -122,9 +147,24 @@ class RealtimeDialect:
         for event in events.for_message(message, transcription=transcription):
             self._send(event)
 
-    def audio_delta(self, pcm: bytes) -> str:
-        """Reply audio for a WebSocket, labelled with the reply it belongs to."""
-        return _json(events.audio_delta(*self._speaking, pcm))
+    def audio_delta(self, pcm24k: bytes) -> str:
+        """Reply audio for a WebSocket, in its output format, labelled with its reply."""
+        law = LAWS.get(self._formats[1])
+        if law is not None:
+            if self._delta_resampler is None:
+                self._delta_resampler = Resampler(g711.RATE)
+            samples = np.frombuffer(pcm24k, dtype=np.int16)
+            pcm24k = g711.encode(self._delta_resampler.pcm(samples, RATE), law)
+        return _json(events.audio_delta(*self._speaking, pcm24k))
+
+    def _use_formats(
+        self, audio_in: AudioFormatName | None, audio_out: AudioFormatName | None
+    ) -> None:
+        if audio_in is not None and audio_in != self._formats[0]:
+            self._appended = None
+        if audio_out is not None and audio_out != self._formats[1]:
+            self._delta_resampler = None
+        self._formats = (audio_in or self._formats[0], audio_out or self._formats[1])
 
     # --- commands
 
@@ -133,6 +173,7 @@ class RealtimeDialect:
         match command:
             case cmd.SessionUpdate(session=config):
                 session.configure(to_changes(config))
+                self._use_formats(*formats(config))
                 self._send(events.session_updated(self._describe()))
             case cmd.InputAudioAppend(audio=audio):
                 session.push_audio(self._pcm16k(audio))
@@ -159,33 +200,43 @@ class RealtimeDialect:
                 session.clear_output()
 
     def _pcm16k(self, audio: str) -> bytes:
-        """An append's base64 pcm16 at 24 kHz, as the 16 kHz PCM every transport hands in."""
+        """An append's base64 audio, in the input format, as the 16 kHz PCM every
+        transport hands in."""
         try:
-            pcm = base64.b64decode(audio, validate=True)
+            data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise cmd.BadEvent(
-                f"audio is not valid base64: {exc}", "invalid_audio", "audio"
-            ) from exc
-        if len(pcm) > MAX_APPEND_BYTES:
-            raise cmd.BadEvent(f"audio is over {MAX_APPEND_BYTES} bytes", "invalid_audio", "audio")
-        if len(pcm) % 2:
-            raise cmd.BadEvent(
-                "audio has an odd number of bytes: expected pcm16 (2 bytes a sample)",
-                "invalid_audio",
-                "audio",
-            )
+            raise _bad_audio(f"audio is not valid base64: {exc}") from exc
+        if len(data) > MAX_APPEND_BYTES:
+            raise _bad_audio(f"audio is over {MAX_APPEND_BYTES} bytes")
+        law = LAWS.get(self._formats[0])
+        if law is not None:
+            pcm, rate = g711.decode(data, law), g711.RATE
+        elif len(data) % 2:
+            raise _bad_audio("audio has an odd number of bytes: expected pcm16 (2 bytes a sample)")
+        else:
+            pcm, rate = data, RATE
         if self._appended is None:
             self._appended = Resampler(INBOUND_RATE)
-        return self._appended.pcm(np.frombuffer(pcm, dtype=np.int16), RATE)
+        return self._appended.pcm(np.frombuffer(pcm, dtype=np.int16), rate)
 
     def _describe(self) -> dict[str, Any]:
-        return describe(self.session.options, self.session.id, self._model)
+        return describe(self.session.options, self.session.id, self._model, self._formats)
 
-    def _refuse(self, message: str, code: str, param: str | None, event: dict[str, Any]) -> None:
-        self._send(events.client_error(message, code, param, cmd.event_id_of(event)))
+    def _refuse(
+        self,
+        sender: EventChannel,
+        message: str,
+        code: str,
+        param: str | None,
+        event: dict[str, Any],
+    ) -> None:
+        event_id = cmd.event_id_of(event)
+        self._send(events.client_error(message, code, param, event_id), to=sender)
 
-    def _send(self, event: events.Event) -> None:
-        self._channel.send_text(_json(event), droppable=event["type"].endswith(".delta"))
+    def _send(self, event: events.Event, *, to: EventChannel | None = None) -> None:
+        text, droppable = _json(event), event["type"].endswith(".delta")
+        for channel in [to] if to is not None else [self._channel, *self._watchers]:
+            channel.send_text(text, droppable=droppable)
 
 
 def _pcm24k_base64(pcm16k: bytes) -> str:

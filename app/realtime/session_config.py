@@ -8,7 +8,7 @@ that is neither is refused by name, so a typo does not pass silently.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
@@ -20,8 +20,11 @@ from app.session.options import (
     TurnDetectionChange,
 )
 
-RATE = 24_000  # pcm16 mono, both ways
-PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
+RATE = 24_000  # audio/pcm: pcm16 mono
+# The audio formats of a WebSocket's input_audio_buffer.append and audio deltas. G.711
+# is 8 kHz, one byte a sample: what telephony gateways pass through.
+FORMATS = ("audio/pcm", "audio/pcmu", "audio/pcma")
+AudioFormatName = Literal["audio/pcm", "audio/pcmu", "audio/pcma"]
 # Where each session option sits in the session object, for errors.
 PARAMS = {
     "voice": "session.audio.output.voice",
@@ -60,15 +63,20 @@ class AudioFormat(_Strict):
     rate: int | None = None
 
 
-def _pcm_only(format_: AudioFormat | None) -> AudioFormat | None:
-    if format_ is not None and (format_.type != "audio/pcm" or format_.rate not in (None, RATE)):
+def _supported(format_: AudioFormat | None) -> AudioFormat | None:
+    if format_ is None:
+        return None
+    rate = RATE if format_.type == "audio/pcm" else 8_000
+    if format_.type not in FORMATS or format_.rate not in (None, rate):
         raise PydanticCustomError(
-            "invalid_value", "only audio/pcm (pcm16 mono) at 24000 Hz is supported"
+            "invalid_value",
+            "audio formats are audio/pcm (pcm16 mono at 24000 Hz), audio/pcmu and audio/pcma "
+            "(G.711 at 8000 Hz)",
         )
     return format_
 
 
-PcmFormat = Annotated[AudioFormat | None, AfterValidator(_pcm_only)]
+SupportedFormat = Annotated[AudioFormat | None, AfterValidator(_supported)]
 
 
 class ServerVad(_Strict):
@@ -118,14 +126,14 @@ class NoiseReduction(_Open):
 
 
 class AudioInput(_Strict):
-    format: PcmFormat = None
+    format: SupportedFormat = None
     transcription: Transcription | None = None
     turn_detection: TurnDetection | None = None
     noise_reduction: NoiseReduction | None = None
 
 
 class AudioOutput(_Strict):
-    format: PcmFormat = None
+    format: SupportedFormat = None
     voice: str | None = None
     speed: float | None = Field(None, ge=0.5, le=2.0)
 
@@ -224,7 +232,28 @@ def _truncation(value: Literal["auto", "disabled"] | RetentionRatio | None) -> T
     return value
 
 
-def describe(options: SessionOptions, session_id: str, model: str) -> dict[str, Any]:
+def formats(config: SessionConfig) -> tuple[AudioFormatName | None, AudioFormatName | None]:
+    """The (input, output) audio formats a session.update asks for; None: unchanged."""
+    audio = config.audio or Audio()
+    return _format_name(audio.input), _format_name(audio.output)
+
+
+def _format_name(part: AudioInput | AudioOutput | None) -> AudioFormatName | None:
+    if part is None or part.format is None:
+        return None
+    return cast(AudioFormatName, part.format.type)  # checked by _supported
+
+
+def format_object(name: str) -> dict[str, Any]:
+    return {"type": name, "rate": RATE} if name == "audio/pcm" else {"type": name}
+
+
+def describe(
+    options: SessionOptions,
+    session_id: str,
+    model: str,
+    audio_formats: tuple[str, str] = ("audio/pcm", "audio/pcm"),
+) -> dict[str, Any]:
     """The GA `realtime.session` object."""
     detection: dict[str, Any] | None = None
     if options.vad is not None and options.eagerness is not None:
@@ -261,10 +290,14 @@ def describe(options: SessionOptions, session_id: str, model: str) -> dict[str, 
         "tool_choice": "auto",
         "audio": {
             "input": {
-                "format": PCM_FORMAT,
+                "format": format_object(audio_formats[0]),
                 "turn_detection": detection,
                 "transcription": {"model": "whisper"} if options.transcription else None,
             },
-            "output": {"format": PCM_FORMAT, "voice": options.voice, "speed": options.speed},
+            "output": {
+                "format": format_object(audio_formats[1]),
+                "voice": options.voice,
+                "speed": options.speed,
+            },
         },
     }

@@ -3,6 +3,7 @@ and every event it receives parsed by the SDK's own models."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from pydantic import TypeAdapter
 
 from app.audio.level import rms_db
 from clients import AgentClient, load_wav
-from tests.support.realtime import create_user_text
+from tests.support.realtime import create_user_text, user_text
 from tests.support.server import ServerProcess
+from tests.support.speech import QUESTION, word_error_rate
 
 pytestmark = pytest.mark.e2e
 
@@ -51,11 +53,11 @@ async def test_sdk_call_with_a_text_turn_and_a_spoken_turn_then_hangup(
         assert rms_db(spoken) > -50, "the text turn was answered aloud"
 
         # And a spoken turn.
-        peer.mic.say(load_wav(str(speech("What is the capital of France?"))))
+        peer.mic.say(load_wav(str(speech(QUESTION))))
         done = await peer.wait_for("response.done", count=2, timeout_s=120)
         assert done["response"]["status"] == "completed"
         heard = peer.of_type("conversation.item.input_audio_transcription.completed")
-        assert heard and "france" in heard[-1]["transcript"].lower()
+        assert heard and word_error_rate(QUESTION, heard[-1]["transcript"]) <= 0.25
 
         for _, event in peer.events:
             SERVER_EVENT.validate_python(event)
@@ -100,3 +102,49 @@ async def test_calls_take_raw_sdp_and_refuse_bad_input(agent_server: ServerProce
             assert response.status_code == 400 and "session" in response.json()["error"]["message"]
     finally:
         await peer.close()
+
+
+async def test_sideband_control_of_a_webrtc_call(agent_server: ServerProcess) -> None:
+    """A server-side controller joins a call by its id: it hears the call's events and
+    steers it (session.update, response.create, response.cancel) while the peer listens."""
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    peer = AgentClient(agent_server.url)
+    try:
+        raw = await sdk.realtime.calls.with_raw_response.create(sdp=await peer.offer())
+        call_id = raw.headers["location"].rsplit("/", 1)[-1]
+        await peer.accept({"session_id": call_id, "sdp": raw.parse().text})
+        await peer.wait_for("session.created", timeout_s=20)
+        async with sdk.realtime.connect(call_id=call_id) as controller:
+            first = await controller.recv()
+            assert first.type == "session.created" and first.session.id == call_id  # type: ignore[union-attr]
+            await controller.session.update(
+                session={"type": "realtime", "instructions": "Answer in three words."}
+            )
+            while (event := await controller.recv()).type != "session.updated":
+                pass
+            updated = await peer.wait_for("session.updated", timeout_s=10)
+            assert updated["session"]["instructions"] == "Answer in three words."
+            # The controller asks; the peer hears the answer on its track.
+            await controller.conversation.item.create(item=user_text("Say hello."))
+            await controller.response.create()
+            seen = []
+            while (event := await controller.recv()).type != "response.done":
+                seen.append(event.type)
+            assert "response.output_audio_transcript.delta" in seen
+            assert event.response.status == "completed"  # type: ignore[union-attr]
+            done = await peer.wait_for("response.done", timeout_s=30)
+            assert done["response"]["id"] == event.response.id  # type: ignore[union-attr]
+            spoken = peer.recording.audio(since=peer.event_time("response.created"))
+            assert rms_db(spoken) > -50, "the peer heard the answer the controller asked for"
+            # A refusal goes to the one who sent it.
+            await controller.response.cancel()
+            refused = await controller.recv()
+            assert refused.type == "error" and refused.error.code == "response_cancel_not_active"  # type: ignore[union-attr]
+            await asyncio.sleep(0.2)
+            assert not peer.of_type("error")
+        async with sdk.realtime.connect(call_id="sess_unknown") as stranger:
+            refused = await stranger.recv()
+            assert refused.type == "error" and refused.error.code == "call_not_found"  # type: ignore[union-attr]
+    finally:
+        await peer.close()
+        await sdk.close()

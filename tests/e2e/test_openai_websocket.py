@@ -17,6 +17,7 @@ from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
+from app.audio import g711
 from app.audio.level import rms_db
 from clients import AgentClient, load_wav
 from tests.support.realtime import user_text
@@ -187,3 +188,37 @@ async def test_browser_style_handshakes_subprotocols_keys_and_origins(
             async with websockets.connect(url, **refusal):
                 pass
         assert refused.value.response.status_code == 403, refusal
+
+
+async def test_sdk_websocket_with_g711_both_ways(
+    agent_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    """What a telephony gateway passes through: mu-law at 8 kHz, in and out."""
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        await conn.session.update(
+            session={"type": "realtime", "audio": {
+                "input": {"format": {"type": "audio/pcmu"}, "turn_detection": None},
+                "output": {"format": {"type": "audio/pcmu"}}}}
+        )  # fmt: skip
+        updated = (await events_until(conn, "session.updated"))[-1]
+        assert updated.session.audio.output.format.type == "audio/pcmu"  # type: ignore[union-attr]
+        mulaw = g711.encode(load_wav(str(speech(QUESTION)), rate=8_000).tobytes(), "ulaw")
+        for offset in range(0, len(mulaw), 800):  # 100 ms at 8 kHz
+            chunk = base64.b64encode(mulaw[offset : offset + 800]).decode()
+            await conn.input_audio_buffer.append(audio=chunk)
+        await conn.input_audio_buffer.commit()
+        seen = await events_until(conn, "response.done")
+        heard = [
+            e for e in seen if e.type == "conversation.item.input_audio_transcription.completed"
+        ]
+        assert heard and word_error_rate(QUESTION, heard[0].transcript) <= 0.25
+        reply = b"".join(
+            base64.b64decode(e.delta)
+            for e in seen
+            if e.type == "response.output_audio.delta"  # type: ignore[union-attr]
+        )
+        pcm = np.frombuffer(g711.decode(reply, "ulaw"), dtype=np.int16)
+        assert len(pcm) > 8_000 * 0.5 and rms_db(pcm) > -50, "the reply, as mu-law at 8 kHz"
+    await sdk.close()

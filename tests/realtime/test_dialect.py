@@ -13,6 +13,7 @@ import numpy as np
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
+from app.audio import g711
 from app.realtime.dialect import RealtimeDialect
 from app.session.responders import EchoResponder, Responder
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTurnModel, make_session, noise, silence
@@ -122,7 +123,7 @@ async def test_session_update_changes_voice_instructions_and_turn_detection() ->
     # Bad updates change nothing and say why.
     for bad in [{"audio": {"output": {"voice": "nobody"}}},
                 {"audio": {"input": {"turn_detection": {"type": "magic_vad"}}}},
-                {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+                {"audio": {"input": {"format": {"type": "audio/flac"}}}},
                 {"instructions": 42},
                 {"instructions": "Hush.", "audio": {"output": {"voice": "nobody"}}}]:  # fmt: skip
         client.send({"type": "session.update", "event_id": "evt_bad", "session": bad})
@@ -395,5 +396,27 @@ async def test_items_are_retrieved_as_stored_with_the_users_speech() -> None:
     assert client.wire[-1]["item"]["content"][0]["transcript"].startswith("Sure")
     client.send({"type": "conversation.item.retrieve", "item_id": "item_nope"})
     assert client.errors() == ["item_not_found"]
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_g711_in_and_out_on_a_socket() -> None:
+    client = Client(webrtc=False)
+    client.send({"type": "session.update", "session": {"audio": {
+        "input": {"format": {"type": "audio/pcmu"}, "turn_detection": None},
+        "output": {"format": {"type": "audio/pcma"}}}}})  # fmt: skip
+    described = client.wire[-1]["session"]["audio"]
+    assert described["input"]["format"] == {"type": "audio/pcmu"}
+    assert described["output"]["format"] == {"type": "audio/pcma"}
+    speech = np.frombuffer(noise(600), dtype=np.int16)[::2]  # 8 kHz
+    mulaw = base64.b64encode(g711.encode(speech.tobytes(), "ulaw")).decode()
+    client.send({"type": "input_audio_buffer.append", "audio": mulaw})
+    client.send({"type": "input_audio_buffer.commit"})
+    await client.wait_for("response.done")
+    heard_ms = client.engines.stt.heard[0] / 32  # type: ignore[attr-defined]
+    assert 590 < heard_ms < 610, "600 ms of mu-law, as 16 kHz PCM"
+    # Reply audio goes out as A-law at 8 kHz: a third of the samples, a byte each.
+    delta = json.loads(client.dialect.audio_delta(bytes(4800)))
+    assert abs(len(base64.b64decode(delta["delta"])) - 800) <= 16
     client.assert_sdk_parses()
     await client.session.close()

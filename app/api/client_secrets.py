@@ -1,0 +1,80 @@
+"""Ephemeral keys: POST /v1/realtime/client_secrets, in OpenAI's request and response shapes;
+the store and the checks are in app/api/auth.py.
+
+A client secret (`ek_...`) is minted with the server's API key and handed to a
+browser; it works as a Bearer key on /v1/realtime/calls and the WebSocket until it
+expires, and the session config minted with it applies to every call made with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.auth import SECRET_PREFIX, bearer_token, key_matches
+from app.errors import BadRequest, NotFound, Unauthorized
+from app.realtime.session_config import PARAMS, SessionConfig, describe, to_changes
+from app.session.options import SessionOptions
+from app.session.refusals import OptionError
+
+router = APIRouter()
+
+PAGE_SECRET_S = 600  # a page's key: long enough to connect (and reconnect) with
+
+
+class ExpiresAfter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    anchor: Literal["created_at"] = "created_at"
+    seconds: int = Field(600, ge=10, le=7200)
+
+
+class ClientSecretRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    expires_after: ExpiresAfter = Field(default_factory=ExpiresAfter)
+    session: SessionConfig | None = None
+
+
+@router.post("/v1/realtime/client_secrets")
+async def create(body: ClientSecretRequest, request: Request) -> dict[str, Any]:
+    """Mint a client secret. Only the server's API key may: a client secret may not."""
+    calls = request.app.state.calls
+    token = bearer_token(request.headers.get("authorization"))
+    api_key = calls.settings.server.api_key
+    if (token or "").startswith(SECRET_PREFIX) or not key_matches(api_key, token):
+        raise Unauthorized("client secrets are minted with the server's API key")
+    changes = to_changes(body.session) if body.session is not None else None
+    options = SessionOptions.from_settings(calls.settings)
+    responder = calls.responder
+    if changes is not None:  # refused now, not at every call made with it
+        try:
+            options = options.changed(
+                changes,
+                voices=responder.voices if responder is not None else (),
+                base_vad=calls.settings.vad,
+                writes_text=responder is None or responder.answers_text,
+                semantic_ok=calls.turn_model is not None,
+            )
+        except OptionError as exc:
+            raise BadRequest(f"session: {exc} ({PARAMS.get(exc.option, exc.option)})") from exc
+    value, secret = request.app.state.client_secrets.mint(body.expires_after.seconds, changes)
+    return {
+        "value": value,
+        "expires_at": int(secret.expires_at),
+        "session": describe(options, "sess_pending", calls.model),
+    }
+
+
+@router.post("/v1/page/client_secret")
+async def for_the_page(request: Request) -> dict[str, Any]:
+    """A short-lived key for the page, when the server has an API key (the page cannot
+    hold it). Off unless server.page_client_secrets: it must sit behind the
+    deployment's own login, or anyone could mint keys."""
+    calls = request.app.state.calls
+    if not calls.settings.server.page_client_secrets:
+        raise NotFound("no client secrets for the page on this server")
+    value, secret = request.app.state.client_secrets.mint(PAGE_SECRET_S, None)
+    return {"value": value, "expires_at": int(secret.expires_at)}
