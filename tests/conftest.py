@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engines.llm import bundled_gguf_path
+from app.engines.llama import bundled_gguf_path
 from tests.support.server import ServerProcess, free_port
 from tests.support.speech import have_espeak, speak_to_wav
 
@@ -79,15 +79,14 @@ class LlamaServer:
     log: Path
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """`python -m llama_cpp.server`: a real OpenAI-compatible server, as vLLM would be."""
+def _serve_llama(folder: Path, *extra: str) -> Iterator[LlamaServer]:
     port = free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log = folder / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", bundled_gguf_path(),
-             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048"],
+             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
+             *extra],
             stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},  # its log is read while it runs
         )  # fmt: skip
@@ -105,6 +104,19 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """`python -m llama_cpp.server`: a real OpenAI-compatible server, as vLLM would be."""
+    yield from _serve_llama(tmp_path_factory.mktemp("llama-server"))
+
+
+@pytest.fixture(scope="session")
+def llama_tools_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The same with its function-calling chat format: streams OpenAI tool_calls."""
+    folder = tmp_path_factory.mktemp("llama-tools-server")
+    yield from _serve_llama(folder, "--chat_format", "chatml-function-calling")
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 
 from app.config import Settings
-from app.engines.llm import ChatLLM, LlamaCppLLM, OpenAICompatLLM
+from app.engines.llama import LlamaCppLLM
+from app.engines.llm import ChatLLM, OpenAICompatLLM
 from app.engines.stt import SpeechToText, WhisperSTT
 from app.engines.tts import KokoroTTS, TextToSpeech
 from app.errors import EngineError

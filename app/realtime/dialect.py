@@ -30,10 +30,10 @@ from app.realtime.session_config import (
 )
 from app.session import refusals
 from app.session.messages import (
+    MessageStarted,
     ReplyAudioCleared,
     ReplyAudioStarted,
     ReplyAudioStopped,
-    ReplyStarted,
     SessionMessage,
 )
 from app.session.session import Session
@@ -81,7 +81,8 @@ class RealtimeDialect:
         self._model = model
         self._webrtc = webrtc
         self._session: Session | None = None
-        self._speaking = ("", "")  # (response_id, item_id) of the reply being heard
+        # (response_id, item_id, output_index) of the reply's words being heard.
+        self._speaking: tuple[str, str, int] = ("", "", 0)
         # The WebSocket's audio formats, in and out (a WebRTC call's audio is on its track).
         self._formats: tuple[AudioFormatName, AudioFormatName] = ("audio/pcm", "audio/pcm")
         # Made on first use and kept: resampling is stateful along a stream.
@@ -139,8 +140,8 @@ class RealtimeDialect:
     # --- the session's side
 
     def deliver(self, message: SessionMessage) -> None:
-        if isinstance(message, ReplyStarted):
-            self._speaking = (message.response_id, message.item_id)
+        if isinstance(message, MessageStarted):
+            self._speaking = (message.response_id, message.item_id, message.output_index)
         elif isinstance(message, PLAYOUT) and not self._webrtc:
             return
         transcription = self._session is None or self._session.options.transcription
@@ -182,7 +183,9 @@ class RealtimeDialect:
             case cmd.InputAudioClear():
                 session.clear_input()
                 self._send(events.input_cleared())
-            case cmd.ItemCreate(item=item):
+            case cmd.ItemCreate(item=cmd.FunctionCallOutputItem() as output):
+                session.add_tool_output(output.call_id, output.output, output.id)
+            case cmd.ItemCreate(item=cmd.MessageItem() as item):
                 session.add_item(item.role, item.text, item.id)
             case cmd.ItemRetrieve(item_id=item_id):
                 message = session.retrieve_item(item_id)

@@ -12,6 +12,14 @@ from typing import Any
 
 from app.engines.stt import WordScore
 from app.ids import new_id
+from app.realtime.items import (
+    assistant_item,
+    function_call_item,
+    function_output_item,
+    stored_item,
+    text_item,
+    user_item,
+)
 from app.session import messages as msg
 from app.session.history import Message
 
@@ -44,20 +52,43 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             return [item_deleted(item_id)]
         case msg.ItemTruncated(item_id, audio_end_ms):
             return [item_truncated(item_id, audio_end_ms)]
-        case msg.ReplyStarted(response_id, item_id, previous, modality):
+        case msg.ReplyStarted(response_id, modality):
+            return [response_created(response_id, modality)]
+        case msg.MessageStarted(response_id, item_id, previous, index, modality):
             item = assistant_item(item_id, "", "in_progress", modality)
             return [
-                response_created(response_id, modality),
-                output_item("added", response_id, item),
+                output_item("added", response_id, item, index),
                 item_added(item, previous),
-                content_part("added", response_id, item_id, "", modality),
+                content_part("added", response_id, item_id, "", modality, index),
             ]
-        case msg.TextWritten(response_id, item_id, delta):
-            return [_of_part("response.output_text.delta", response_id, item_id, delta=delta)]
+        case msg.FunctionCallStarted(response_id, call):
+            item = function_call_item(call, "in_progress")
+            return [
+                output_item("added", response_id, item, call.output_index),
+                item_added(item, call.previous_item_id),
+            ]
+        case msg.FunctionCallArguments(response_id, item_id, call_id, index, delta):
+            return [
+                _event(
+                    "response.function_call_arguments.delta",
+                    response_id=response_id,
+                    item_id=item_id,
+                    output_index=index,
+                    call_id=call_id,
+                    delta=delta,
+                )
+            ]
+        case msg.ToolOutputAdded(item_id, call_id, output, previous):
+            item = function_output_item(item_id, call_id, output)
+            return [item_added(item, previous), item_done(item, previous)]
+        case msg.TextWritten(response_id, item_id, index, delta):
+            return [
+                _of_part("response.output_text.delta", response_id, item_id, index, delta=delta)
+            ]
         case msg.ReplyAudioStarted(response_id):
             return [output_audio_buffer("started", response_id)]
-        case msg.ClauseSpoken(response_id, item_id, delta):
-            return [transcript_delta(response_id, item_id, delta)]
+        case msg.ClauseSpoken(response_id, item_id, index, delta):
+            return [transcript_delta(response_id, item_id, index, delta)]
         case msg.ReplyAudioStopped(response_id):
             return [output_audio_buffer("stopped", response_id)]
         case msg.ReplyAudioCleared(response_id):
@@ -70,33 +101,76 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
 
 
 def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
-    response_id, item_id, text = ended.response_id, ended.item_id, ended.text
-    status = "completed" if ended.status == "completed" else "incomplete"
-    item = assistant_item(item_id, text, status, ended.modality)
-    if ended.modality == "text":
-        content = [_of_part("response.output_text.done", response_id, item_id, text=text)]
-    else:
-        content = [
-            audio_done(response_id, item_id),
-            transcript_done(response_id, item_id, text),
+    """The end of each output item of the reply, in order, then response.done."""
+    response_id, events, output = ended.response_id, [], []
+    if ended.message is not None:
+        words, done = _message_ended(ended, ended.message)
+        events += words
+        output.append(done)
+    for call in ended.calls:
+        item = function_call_item(call, "completed" if call.complete else "incomplete")
+        events += [
+            _event(
+                "response.function_call_arguments.done",
+                response_id=response_id,
+                item_id=call.item_id,
+                output_index=call.output_index,
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+            ),
+            output_item("done", response_id, item, call.output_index),
+            item_done(item, call.previous_item_id),
         ]
-    cut = [item_truncated(item_id, ended.heard_ms)] if ended.heard_ms is not None else []
+        output.append(item)
+    error_ = {"type": "server_error", "message": ended.error} if ended.error else None
     return [
-        *cut,
-        *content,
-        content_part("done", response_id, item_id, text, ended.modality),
-        output_item("done", response_id, item),
-        item_done(item, ended.previous_item_id),
+        *events,
         response_done(
             response_id,
             ended.status,
-            output=[item],
+            output=output,
             timings_ms=ended.timings_ms,
             modality=ended.modality,
             reason=ended.reason,
-            error={"type": "server_error", "message": ended.error} if ended.error else None,
+            error=error_,
         ),
     ]
+
+
+def _message_ended(
+    ended: msg.ReplyEnded, message: msg.MessageStarted
+) -> tuple[list[Event], dict[str, Any]]:
+    response_id, item_id, index, text = (
+        ended.response_id,
+        message.item_id,
+        message.output_index,
+        ended.text,
+    )
+    status = "completed" if ended.status == "completed" else "incomplete"
+    item = assistant_item(item_id, text, status, ended.modality)
+    if ended.modality == "text":
+        content = [_of_part("response.output_text.done", response_id, item_id, index, text=text)]
+    else:
+        content = [
+            _of_part("response.output_audio.done", response_id, item_id, index),
+            _of_part(
+                "response.output_audio_transcript.done",
+                response_id,
+                item_id,
+                index,
+                transcript=text,
+            ),
+        ]
+    cut = [item_truncated(item_id, ended.heard_ms)] if ended.heard_ms is not None else []
+    events = [
+        *cut,
+        *content,
+        content_part("done", response_id, item_id, text, ended.modality, index),
+        output_item("done", response_id, item, index),
+        item_done(item, message.previous_item_id),
+    ]
+    return events, item
 
 
 def _event(type_: str, **fields: Any) -> Event:
@@ -160,39 +234,24 @@ def response_created(response_id: str, modality: msg.Modality = "audio") -> Even
     return _event("response.created", response=response)
 
 
-def _of_part(type_: str, response_id: str, item_id: str, **fields: Any) -> Event:
-    """An event about a reply's one output item and its one (audio) content part."""
+def _of_part(
+    type_: str, response_id: str, item_id: str, output_index: int = 0, **fields: Any
+) -> Event:
+    """An event about a reply's message item and its one content part."""
     return _event(
-        type_, response_id=response_id, item_id=item_id, output_index=0, content_index=0, **fields
+        type_,
+        response_id=response_id,
+        item_id=item_id,
+        output_index=output_index,
+        content_index=0,
+        **fields,
     )
 
 
-def transcript_delta(response_id: str, item_id: str, delta: str) -> Event:
-    return _of_part("response.output_audio_transcript.delta", response_id, item_id, delta=delta)
-
-
-def transcript_done(response_id: str, item_id: str, transcript: str) -> Event:
+def transcript_delta(response_id: str, item_id: str, output_index: int, delta: str) -> Event:
     return _of_part(
-        "response.output_audio_transcript.done", response_id, item_id, transcript=transcript
+        "response.output_audio_transcript.delta", response_id, item_id, output_index, delta=delta
     )
-
-
-def assistant_item(
-    item_id: str, text: str, status: str, modality: msg.Modality = "audio"
-) -> dict[str, Any]:
-    content = (
-        {"type": "output_text", "text": text}
-        if modality == "text"
-        else {"type": "output_audio", "transcript": text}
-    )
-    return {
-        "id": item_id,
-        "object": "realtime.item",
-        "type": "message",
-        "role": "assistant",
-        "status": status,
-        "content": [content],
-    }
 
 
 def response_done(
@@ -229,39 +288,6 @@ def item_truncated(item_id: str, audio_end_ms: int) -> Event:
     )
 
 
-def user_item(
-    item_id: str, *, transcript: str | None = None, text: str | None = None
-) -> dict[str, Any]:
-    """A user message: spoken (input_audio, transcript once known) or typed (input_text)."""
-    content = (
-        {"type": "input_text", "text": text}
-        if text is not None
-        else {"type": "input_audio", "transcript": transcript}
-    )
-    return {
-        "id": item_id,
-        "object": "realtime.item",
-        "type": "message",
-        "role": "user",
-        "status": "completed",
-        "content": [content],
-    }
-
-
-def text_item(item_id: str, role: str, text: str) -> dict[str, Any]:
-    if role == "user":
-        return user_item(item_id, text=text)
-    kind = "output_text" if role == "assistant" else "input_text"
-    return {
-        "id": item_id,
-        "object": "realtime.item",
-        "type": "message",
-        "role": role,
-        "status": "completed",
-        "content": [{"type": kind, "text": text}],
-    }
-
-
 def item_added(item: dict[str, Any], previous_item_id: str | None = None) -> Event:
     return _event("conversation.item.added", previous_item_id=previous_item_id, item=item)
 
@@ -271,25 +297,8 @@ def item_done(item: dict[str, Any], previous_item_id: str | None = None) -> Even
 
 
 def item_retrieved(message: Message, audio: str | None) -> Event:
-    """An item as stored; `audio`: the user's speech, base64 pcm16 at 24 kHz, if kept."""
-    if message.role == "assistant" and message.spoken:
-        item = assistant_item(message.item_id, message.content, _status(message))
-    elif message.role == "assistant":
-        item = assistant_item(message.item_id, message.content, _status(message), "text")
-    elif message.spoken:
-        item = user_item(message.item_id, transcript=message.content)
-        part = item["content"][0]
-        if audio is not None:
-            part["audio"] = audio
-        elif message.audio_dropped:
-            part["audio_dropped"] = True  # ours: the speech is no longer kept
-    else:
-        item = text_item(message.item_id, message.role, message.content)
-    return _event("conversation.item.retrieved", item=item)
-
-
-def _status(message: Message) -> str:
-    return "incomplete" if message.interrupted else "completed"
+    """The item as stored; `audio`: the user's speech, base64 pcm16 at 24 kHz, if kept."""
+    return _event("conversation.item.retrieved", item=stored_item(message, audio))
 
 
 def item_deleted(item_id: str) -> Event:
@@ -310,15 +319,23 @@ def session_updated(session: dict[str, Any]) -> Event:
     return _event("session.updated", session=session)
 
 
-def output_item(state: str, response_id: str, item: dict[str, Any]) -> Event:
+def output_item(state: str, response_id: str, item: dict[str, Any], output_index: int = 0) -> Event:
     """response.output_item.added / .done."""
     return _event(
-        f"response.output_item.{state}", response_id=response_id, output_index=0, item=item
+        f"response.output_item.{state}",
+        response_id=response_id,
+        output_index=output_index,
+        item=item,
     )
 
 
 def content_part(
-    state: str, response_id: str, item_id: str, text: str, modality: msg.Modality = "audio"
+    state: str,
+    response_id: str,
+    item_id: str,
+    text: str,
+    modality: msg.Modality = "audio",
+    output_index: int = 0,
 ) -> Event:
     """response.content_part.added / .done."""
     part = (
@@ -326,17 +343,13 @@ def content_part(
         if modality == "text"
         else {"type": "audio", "transcript": text}
     )
-    return _of_part(f"response.content_part.{state}", response_id, item_id, part=part)
+    return _of_part(f"response.content_part.{state}", response_id, item_id, output_index, part=part)
 
 
-def audio_delta(response_id: str, item_id: str, pcm: bytes) -> Event:
-    """WebSocket reply audio: base64 pcm16 mono at 24 kHz."""
-    delta = base64.b64encode(pcm).decode("ascii")
-    return _of_part("response.output_audio.delta", response_id, item_id, delta=delta)
-
-
-def audio_done(response_id: str, item_id: str) -> Event:
-    return _of_part("response.output_audio.done", response_id, item_id)
+def audio_delta(response_id: str, item_id: str, output_index: int, audio: bytes) -> Event:
+    """WebSocket reply audio, base64, in the session's output format."""
+    delta = base64.b64encode(audio).decode("ascii")
+    return _of_part("response.output_audio.delta", response_id, item_id, output_index, delta=delta)
 
 
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:

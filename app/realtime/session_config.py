@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+)
 from pydantic_core import PydanticCustomError
 
+from app.engines.llm import Tool, ToolChoice
 from app.session.options import (
     OptionChanges,
     SessionOptions,
@@ -39,8 +48,6 @@ IGNORED = (
     "prompt",
     "reasoning",
     "parallel_tool_calls",
-    "tools",
-    "tool_choice",
     "audio.input.noise_reduction",
     "audio.input.transcription.model / language / prompt",
     "audio.input.turn_detection.model_version",
@@ -143,6 +150,30 @@ class Audio(_Strict):
     output: AudioOutput | None = None
 
 
+class FunctionTool(_Strict):
+    type: Literal["function"] = "function"
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+def _function_tools_only(tools: Any) -> Any:
+    for tool in tools if isinstance(tools, list) else []:
+        kind = tool.get("type", "function") if isinstance(tool, dict) else None
+        if kind not in ("function", None):
+            raise PydanticCustomError(
+                "invalid_value",
+                "only function tools are supported here, not '{kind}'",
+                {"kind": kind},
+            )
+    return tools
+
+
+class NamedFunction(_Strict):
+    type: Literal["function"]
+    name: str
+
+
 class RetentionRatio(_Strict):
     type: Literal["retention_ratio"]
     retention_ratio: float = Field(ge=0, le=1)
@@ -171,8 +202,8 @@ class SessionConfig(_Strict):
     prompt: dict[str, Any] | None = None
     reasoning: dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: Annotated[list[FunctionTool] | None, BeforeValidator(_function_tools_only)] = None
+    tool_choice: Literal["auto", "none", "required"] | NamedFunction | None = None
 
 
 def aggressiveness_for(threshold: float) -> int:
@@ -200,7 +231,35 @@ def to_changes(config: SessionConfig) -> OptionChanges:
         max_output_tokens=config.max_output_tokens,
         truncation=_truncation(config.truncation),
         logprobs=None if config.include is None else LOGPROBS in config.include,
+        tools=None if config.tools is None else tuple(_chat_tool(t) for t in config.tools),
+        tool_choice=_chat_tool_choice(config.tool_choice),
     )
+
+
+def _chat_tool(tool: FunctionTool) -> Tool:
+    """A Realtime function tool, as an OpenAI chat tool."""
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = tool.parameters or {"type": "object", "properties": {}}
+    return {"type": "function", "function": function}
+
+
+def _chat_tool_choice(choice: str | NamedFunction | None) -> ToolChoice | None:
+    if isinstance(choice, NamedFunction):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
+def _realtime_tool(tool: Tool) -> dict[str, Any]:
+    function = tool["function"]
+    return {"type": "function", **function}
+
+
+def _realtime_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    if isinstance(choice, dict):
+        return {"type": "function", "name": choice["function"]["name"]}
+    return choice
 
 
 def _turns(vad: ServerVad | SemanticVad | None) -> TurnDetectionChange | None:
@@ -286,8 +345,8 @@ def describe(
         "max_output_tokens": options.max_output_tokens or "inf",
         "truncation": truncation,
         "include": [LOGPROBS] if options.logprobs else None,
-        "tools": [],
-        "tool_choice": "auto",
+        "tools": [_realtime_tool(tool) for tool in options.tools],
+        "tool_choice": _realtime_tool_choice(options.tool_choice),
         "audio": {
             "input": {
                 "format": format_object(audio_formats[0]),

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 
 from app.audio.resample import Resampler
-from app.engines.llm import ChatMessage
+from app.engines.llm import ChatMessage, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
@@ -141,6 +141,8 @@ class Answerer:
                 options.speed,
                 job.timings,
                 options.max_output_tokens,
+                list(options.tools) or None,
+                self._tool_choice(options),
             )
             if reply.modality == "text":
                 await self._write(reply, request, turn)
@@ -161,12 +163,25 @@ class Answerer:
             failure = f"internal error: {type(exc).__name__}"
         await reply.finish_playing(failure)
 
+    def _tool_choice(self, options: SessionOptions) -> ToolChoice:
+        """A forced tool_choice forces a call in answer to the user, not in answer to the
+        call's own result: that reply is in words, or the client and the model would
+        pass the same call back and forth for ever."""
+        forced = options.tool_choice not in ("auto", "none")
+        messages = self._history.messages()
+        if forced and messages and messages[-1].role == "tool":
+            return "none"
+        return options.tool_choice
+
     async def _speak(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
         # One resampler per reply: stateful across its pieces, flushed at the end.
         resampler = Resampler(reply.rate)
         async with contextlib.aclosing(self._responder.speak(request)) as pieces:
             async for piece in pieces:
                 await _ended(turn)  # nothing plays before the turn has ended
+                if isinstance(piece, ToolCallDelta):
+                    reply.call(piece)
+                    continue
                 samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
                 await reply.play(samples, piece.text)
         await _ended(turn)
@@ -176,7 +191,10 @@ class Answerer:
         async with contextlib.aclosing(self._responder.write(request)) as deltas:
             async for delta in deltas:
                 await _ended(turn)  # nothing shows before the turn has ended
-                reply.write(delta)
+                if isinstance(delta, ToolCallDelta):
+                    reply.call(delta)
+                else:
+                    reply.write(delta)
 
 
 async def _ended(turn: UserTurn | None) -> None:

@@ -10,8 +10,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engines.llm import ChatMessage
+from app.engines.llm import ChatMessage, ToolCallRequest
 from app.errors import EngineError
+from app.session.messages import FunctionCall
 from app.session.options import Truncation
 
 
@@ -60,6 +61,8 @@ class Message:
     heard_ms: float | None = None  # where it was cut; None: heard to the end
     seq: int = -1  # its place among every message ever added (set by History.add)
     spoken: bool = False  # said aloud (by the user or the agent), not typed or written
+    call: FunctionCall | None = None  # the agent called a tool (content is empty)
+    call_id: str = ""  # role "tool": the call this is the output of
     audio: bytes | None = None  # the user's speech (16 kHz mono s16), while it is kept
     audio_dropped: bool = False  # the user's speech was, but is no longer, kept
 
@@ -133,7 +136,7 @@ class History:
         `limit` messages of the conversation, interrupted replies exactly as far as
         they were heard. Raises ConversationTooLong if more would be needed and
         truncation is disabled."""
-        said = [m for m in self._messages if m.content]
+        said = [m for m in self._messages if m.content or self._answered(m)]
         if len(said) > limit:
             if truncation == "disabled":
                 raise ConversationTooLong(
@@ -144,8 +147,40 @@ class History:
                 start = _window_start(self._added, limit, truncation)
                 said = [m for m in said if m.seq >= start]
             said = said[-limit:]
-        conversation: list[ChatMessage] = [{"role": m.role, "content": m.content} for m in said]
+        conversation: list[ChatMessage] = []
+        for m in said:
+            if m.call is not None:
+                calls = _tool_calls(conversation)
+                calls.append(
+                    {
+                        "id": m.call.call_id,
+                        "type": "function",
+                        "function": {"name": m.call.name, "arguments": m.call.arguments},
+                    }
+                )
+            elif m.role == "tool":
+                conversation.append(
+                    {"role": "tool", "tool_call_id": m.call_id, "content": m.content}
+                )
+            else:
+                conversation.append({"role": m.role, "content": m.content})
         return [{"role": "system", "content": instructions}, *conversation]
+
+    def _answered(self, message: Message) -> bool:
+        """A tool call the client answered, or an answer to a call still here: an
+        unanswered call, or an orphan answer, would leave the LLM a broken exchange."""
+        if message.call is not None:
+            return any(
+                m.role == "tool" and m.call_id == message.call.call_id for m in self._messages
+            )
+        if message.role == "tool":
+            return self.find_call(message.call_id) is not None
+        return False
+
+    def find_call(self, call_id: str) -> Message | None:
+        return next(
+            (m for m in self._messages if m.call is not None and m.call.call_id == call_id), None
+        )
 
     def messages(self) -> list[Message]:
         return list(self._messages)
@@ -166,3 +201,13 @@ def _window_start(added: int, limit: int, ratio: float) -> int:
     keep = max(1, int(limit * ratio))
     step = limit + 1 - keep
     return (added - keep) // step * step
+
+
+def _tool_calls(conversation: list[ChatMessage]) -> list[ToolCallRequest]:
+    """The tool calls of the assistant message just before, or of a new one: calls of
+    one reply go in one message, as LLM servers expect."""
+    last = conversation[-1] if conversation else None
+    if last is None or last["role"] != "assistant" or "tool_calls" not in last:
+        last = {"role": "assistant", "content": None, "tool_calls": []}
+        conversation.append(last)
+    return last["tool_calls"]

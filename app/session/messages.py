@@ -84,12 +84,62 @@ class ItemTruncated:
 
 @dataclass(frozen=True, slots=True)
 class ReplyStarted:
-    """The agent begins a reply, the item `item_id`, spoken or written."""
+    """The agent begins a reply. What it says, and any tools it calls, are its output
+    items, each announced as it begins (MessageStarted, FunctionCallStarted)."""
+
+    response_id: str
+    modality: Modality = "audio"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStarted:
+    """The reply's words (spoken or written) begin: the item `item_id`."""
 
     response_id: str
     item_id: str
     previous_item_id: str | None
+    output_index: int
     modality: Modality = "audio"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A tool the agent calls: the item `item_id`; `arguments` is JSON text."""
+
+    item_id: str
+    call_id: str
+    name: str
+    arguments: str
+    output_index: int
+    previous_item_id: str | None = None
+    complete: bool = True  # False: cut short, or its arguments did not parse
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallStarted:
+    response_id: str
+    call: FunctionCall  # its arguments still to come
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallArguments:
+    """More of a call's arguments."""
+
+    response_id: str
+    item_id: str
+    call_id: str
+    output_index: int
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutputAdded:
+    """The client's answer to a function call: the item `item_id`."""
+
+    item_id: str
+    call_id: str
+    output: str
+    previous_item_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +148,7 @@ class TextWritten:
 
     response_id: str
     item_id: str
+    output_index: int
     delta: str
 
 
@@ -114,6 +165,7 @@ class ClauseSpoken:
 
     response_id: str
     item_id: str
+    output_index: int
     delta: str
 
 
@@ -138,17 +190,18 @@ CancelReason = Literal["turn_detected", "client_cancelled"]
 
 @dataclass(frozen=True, slots=True)
 class ReplyEnded:
-    """The reply is over; `text` is what the user heard of it.
+    """The reply is over; `text` is what the user heard (or read) of its words.
 
-    `heard_ms` is set when an interruption cut its audio short.
+    `message` is its words' MessageStarted, if it said anything; `calls`, the tools
+    it called. `heard_ms` is set when an interruption cut its audio short.
     `timings_ms` are its stages, measured from the end of the user's turn.
     """
 
     response_id: str
-    item_id: str
     status: ReplyStatus
-    text: str
-    previous_item_id: str | None
+    text: str = ""
+    message: MessageStarted | None = None
+    calls: tuple[FunctionCall, ...] = ()
     timings_ms: dict[str, float] = field(default_factory=dict)
     reason: CancelReason | None = None
     heard_ms: int | None = None
@@ -178,6 +231,10 @@ SessionMessage = (
     | ItemDeleted
     | ItemTruncated
     | ReplyStarted
+    | MessageStarted
+    | FunctionCallStarted
+    | FunctionCallArguments
+    | ToolOutputAdded
     | TextWritten
     | ReplyAudioStarted
     | ClauseSpoken

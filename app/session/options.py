@@ -11,6 +11,7 @@ from typing import Literal, TypeVar
 from pydantic import ValidationError
 
 from app.config import Settings, VadSettings
+from app.engines.llm import Tool, ToolChoice
 from app.session.refusals import OptionError
 
 T = TypeVar("T")
@@ -57,6 +58,8 @@ class OptionChanges:
     max_output_tokens: int | Literal["inf"] | None = None  # "inf": the server's llm.max_tokens
     truncation: Truncation | None = None
     logprobs: bool | None = None  # a score per word of the user's transcripts
+    tools: tuple[Tool, ...] | None = None  # OpenAI chat tools the agent may call
+    tool_choice: ToolChoice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,8 @@ class SessionOptions:
     logprobs: bool = False
     idle_timeout_ms: int = 0  # after a reply, silence this long asks for another; 0: off
     eagerness: Eagerness | None = None  # semantic_vad; None: turns end by silence alone
+    tools: tuple[Tool, ...] = ()
+    tool_choice: ToolChoice = "auto"
 
     @property
     def semantic(self) -> bool:
@@ -115,6 +120,14 @@ class SessionOptions:
             )
         if changes.text_only and not writes_text:
             raise OptionError("this agent only plays back what it hears", "output_modalities")
+        tools = self.tools if changes.tools is None else changes.tools
+        tool_choice = _given(changes.tool_choice, self.tool_choice)
+        if isinstance(tool_choice, dict):
+            names = {tool["function"]["name"] for tool in tools}
+            if tool_choice.get("function", {}).get("name") not in names:
+                raise OptionError(
+                    "tool_choice names a function that is not in tools", "tool_choice"
+                )
         vad, create_response = self.vad, self.create_response
         idle_timeout_ms, eagerness = self.idle_timeout_ms, self.eagerness
         if changes.manual_turns:
@@ -151,6 +164,8 @@ class SessionOptions:
             logprobs=_given(changes.logprobs, self.logprobs),
             idle_timeout_ms=idle_timeout_ms,
             eagerness=eagerness,
+            tools=tools,
+            tool_choice=tool_choice,
         )
 
 

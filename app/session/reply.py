@@ -14,12 +14,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from app.engines.llm import ToolCallDelta
 from app.errors import EndOfStream
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.audio_out import AudioOut
 from app.session.history import History, Message, Spoken, heard_text
 from app.session.timings import TurnTimings
+from app.session.tool_calls import ToolCalls
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,9 @@ class Reply:
         modality: msg.Modality = "audio",
     ) -> None:
         """`task` produces this reply; interrupt() cancels it. A reply is spoken
-        (play()) or, with modality "text", written (write())."""
+        (play()) or, with modality "text", written (write()), and may call tools (call())."""
         self.response_id = new_id("resp")
-        self.item_id = new_id("item")
+        self.item_id = new_id("item")  # its words, once it says something
         self.session_id = session_id
         self._task = task
         self._audio = audio
@@ -55,6 +57,10 @@ class Reply:
         self._clauses: list[tuple[str, int, int]] = []
         self._written: list[str] = []
         self._started = asyncio.get_running_loop().create_future()
+        self._message: msg.MessageStarted | None = None
+        self._calls = ToolCalls(self.response_id, emit)
+        self._outputs = 0  # output items so far
+        self._previous: str | None = None  # the conversation's last item when it opened
         self.opened = False
         self.status: msg.ReplyStatus | None = None
 
@@ -82,26 +88,33 @@ class Reply:
         if self.done or self.opened:
             return
         self.opened = True
-        previous = self._history.last_item_id
-        self._emit(msg.ReplyStarted(self.response_id, self.item_id, previous, self.modality))
+        self._previous = self._history.last_item_id
+        self._emit(msg.ReplyStarted(self.response_id, self.modality))
+
+    def call(self, delta: ToolCallDelta) -> None:
+        """More of a tool call."""
+        self._check_live()
+        previous = self._calls.last_item_id or self._last_output() or self._previous
+        if self._calls.add(delta, self._outputs, previous):
+            self._outputs += 1
 
     def write(self, delta: str) -> None:
         """More text of a written reply."""
-        if self.done:
-            raise EndOfStream(f"reply {self.response_id} is {self.status}")
+        message = self._words()
         self._written.append(delta)
-        self._emit(msg.TextWritten(self.response_id, self.item_id, delta))
+        self._emit(msg.TextWritten(self.response_id, self.item_id, message.output_index, delta))
 
     async def play(self, pcm: bytes, text: str = "") -> None:
         """Queue audio saying `text` (empty: more of the piece before, like a filter tail)."""
-        if self.done:
-            raise EndOfStream(f"reply {self.response_id} is {self.status}")
+        self._check_live()
         if not pcm:
             return
+        message = self._words()
         on_start: Callable[[], None] | None = None
         if text:
             delta = text if not self.text else " " + text
-            on_start = self._on_start(msg.ClauseSpoken(self.response_id, self.item_id, delta))
+            spoken = msg.ClauseSpoken(self.response_id, self.item_id, message.output_index, delta)
+            on_start = self._on_start(spoken)
         elif not self._clauses:
             on_start = self._on_start(None)
         start = await self._audio.write(pcm, on_start, session_id=self.session_id)
@@ -111,6 +124,25 @@ class Reply:
         else:
             last_text, last_start, _ = self._clauses[-1]
             self._clauses[-1] = (last_text, last_start, end)
+
+    def _check_live(self) -> None:
+        if self.done:
+            raise EndOfStream(f"reply {self.response_id} is {self.status}")
+
+    def _words(self) -> msg.MessageStarted:
+        """The item the reply's words go in, announced with its first word."""
+        self._check_live()
+        if self._message is None:
+            previous = self._calls.last_item_id or self._previous
+            self._message = msg.MessageStarted(
+                self.response_id, self.item_id, previous, self._outputs, self.modality
+            )
+            self._outputs += 1
+            self._emit(self._message)
+        return self._message
+
+    def _last_output(self) -> str | None:
+        return self._message.item_id if self._message is not None else None
 
     def _on_start(self, spoken: msg.ClauseSpoken | None) -> Callable[[], None]:
         def fire() -> None:  # runs as the audio goes out (inside the track's recv())
@@ -195,8 +227,12 @@ class Reply:
         if not self.opened:
             return
         interrupted = status == "cancelled"
-        previous = self._history.last_item_id
-        if text or interrupted:
+        calls = self._calls.finished(complete=status == "completed")
+        if status == "completed" and not all(call.complete for call in calls):
+            status = self.status = "failed"
+            error = "the model wrote arguments for a tool call that are not a JSON object"
+            self._emit(msg.Problem("invalid_tool_arguments", error))
+        if self._message is not None and (text or interrupted):
             self._history.add(
                 Message(
                     "assistant",
@@ -208,15 +244,18 @@ class Reply:
                     spoken=self.modality == "audio",
                 )
             )
+        for call in calls:
+            if call.complete:
+                self._history.add(Message("assistant", "", call.item_id, call=call))
         timings = self._timings.as_ms()
         cut = interrupted and heard is not None and bool(self._clauses)
         self._emit(
             msg.ReplyEnded(
                 self.response_id,
-                self.item_id,
                 status,
                 text,
-                previous,
+                self._message,
+                calls,
                 timings_ms=timings,
                 reason=reason,
                 heard_ms=round(heard) if cut and heard is not None else None,

@@ -22,7 +22,7 @@ import numpy as np
 
 from app.audio.chunker import ClauseChunker
 from app.engines import Engines
-from app.engines.llm import ChatMessage
+from app.engines.llm import ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript
 from app.engines.tts import Speech
 from app.errors import EngineError
@@ -50,6 +50,8 @@ class SpeechRequest:
     speed: float
     timings: TurnTimings
     max_tokens: int | None = None  # None: the server's llm.max_tokens
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +70,12 @@ class Responder(Protocol):
         """The user's words; None from a responder that does not listen for words."""
         ...
 
-    def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]: ...
+    def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
+        """The reply as speech, piece by piece, and the tools it calls."""
+        ...
 
-    def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
-        """The reply as text, delta by delta, with no audio."""
+    def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
+        """The reply as text, delta by delta, with no audio, and the tools it calls."""
         ...
 
 
@@ -87,17 +91,25 @@ class AgentResponder:
     async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
         return await self._stt.transcribe(pcm16k, logprobs=logprobs)
 
-    async def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
-        llm = self._llm.stream(request.prompt, max_tokens=request.max_tokens)
-        async with contextlib.aclosing(llm) as deltas:
+    async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
+        async with contextlib.aclosing(self._stream(request)) as deltas:
             async for delta in deltas:
                 request.timings.mark("llm_first_token")
                 yield delta
 
-    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
-        """Each clause as soon as it is synthesized. A clause Kokoro cannot speak (a
-        stray symbol) is skipped; a reply none of which could be spoken fails."""
-        clauses: Channel[str] = Channel(CLAUSE_QUEUE_SIZE)
+    def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
+        return self._llm.stream(
+            request.prompt,
+            max_tokens=request.max_tokens,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+        )
+
+    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
+        """Each clause as soon as it is synthesized, tool calls as they come. A clause
+        Kokoro cannot speak (a stray symbol) is skipped; a reply none of which could
+        be spoken, and that calls no tool, fails."""
+        clauses: Channel[str | ToolCallDelta] = Channel(CLAUSE_QUEUE_SIZE)
         first_synthesized = asyncio.Event()
         # Awaited below, which surfaces its errors: not a fire-and-forget spawn().
         producer = asyncio.create_task(
@@ -108,6 +120,10 @@ class AgentResponder:
         unspoken: list[str] = []
         try:
             async for clause in clauses:
+                if isinstance(clause, ToolCallDelta):
+                    spoken += 1
+                    yield clause
+                    continue
                 started = time.perf_counter()
                 try:
                     speech = await self._tts.synthesize(
@@ -138,7 +154,10 @@ class AgentResponder:
             await cancel_task(producer)
 
     async def _generate(
-        self, request: SpeechRequest, clauses: Channel[str], first_synthesized: asyncio.Event
+        self,
+        request: SpeechRequest,
+        clauses: Channel[str | ToolCallDelta],
+        first_synthesized: asyncio.Event,
     ) -> None:
         """Stream the reply into clauses; pause while the first one is synthesized.
 
@@ -149,10 +168,12 @@ class AgentResponder:
         timings = request.timings
         chunker = ClauseChunker(first_max_words=self._first_chunk_words)
         try:
-            llm = self._llm.stream(request.prompt, max_tokens=request.max_tokens)
-            async with contextlib.aclosing(llm) as deltas:
+            async with contextlib.aclosing(self._stream(request)) as deltas:
                 async for delta in deltas:
                     timings.mark("llm_first_token")
+                    if isinstance(delta, ToolCallDelta):
+                        await clauses.put(delta)
+                        continue
                     for clause in chunker.push(delta):
                         timings.mark("first_clause")
                         await clauses.put(clause)
@@ -174,9 +195,9 @@ class EchoResponder:
     async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
         return None
 
-    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece, None]:
+    async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         yield Piece("", Speech(np.frombuffer(request.heard, dtype=np.int16), 16_000))
 
-    async def write(self, request: SpeechRequest) -> AsyncGenerator[str, None]:
+    async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         raise EngineError("the echo agent only plays back what it hears")
         yield ""  # an async generator, like the agent's

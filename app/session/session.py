@@ -196,6 +196,17 @@ class Session:
         self.history.add(Message(role, text, item_id))
         self._emit(msg.TextItemAdded(item_id, role, text, previous))
 
+    def add_tool_output(self, call_id: str, output: str, item_id: str | None = None) -> None:
+        """The client's answer to a tool the agent called; create_response() to go on."""
+        item_id = item_id or new_id("item")
+        if self.history.find(item_id) is not None:
+            raise ItemExists(f"item id {item_id!r} is already in the conversation")
+        if self.history.find_call(call_id) is None:
+            raise UnknownItem(f"no function call with call_id {call_id!r}")
+        previous = self.history.last_item_id
+        self.history.add(Message("tool", output, item_id, call_id=call_id))
+        self._emit(msg.ToolOutputAdded(item_id, call_id, output, previous))
+
     def retrieve_item(self, item_id: str) -> Message:
         """An item as stored (a user's speech only while it is kept)."""
         message = self.history.find(item_id)

@@ -222,3 +222,53 @@ async def test_sdk_websocket_with_g711_both_ways(
         pcm = np.frombuffer(g711.decode(reply, "ulaw"), dtype=np.int16)
         assert len(pcm) > 8_000 * 0.5 and rms_db(pcm) > -50, "the reply, as mu-law at 8 kHz"
     await sdk.close()
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]},
+}  # fmt: skip
+
+
+async def test_sdk_websocket_tool_round_trip(agent_server: ServerProcess) -> None:
+    """A tool the model is made to call (tool_choice), run by the client, whose result the
+    spoken answer then uses."""
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        await conn.session.update(
+            session={"type": "realtime", "tools": [WEATHER_TOOL],
+                     "tool_choice": {"type": "function", "name": "get_weather"}}
+        )  # fmt: skip
+        updated = (await events_until(conn, "session.updated"))[-1]
+        assert updated.session.tools[0].name == "get_weather"  # type: ignore[union-attr]
+        await conn.conversation.item.create(item=user_text("What is the weather in Paris?"))
+        await conn.response.create()
+        seen = await events_until(conn, "response.done")
+        done = seen[-1].response  # type: ignore[union-attr]
+        assert done.status == "completed"
+        (call,) = done.output
+        assert call.type == "function_call" and call.name == "get_weather"  # type: ignore[union-attr]
+        arguments = json.loads(call.arguments)  # type: ignore[union-attr]
+        assert isinstance(arguments["city"], str)
+        streamed = "".join(
+            e.delta
+            for e in seen
+            if e.type == "response.function_call_arguments.delta"  # type: ignore[union-attr]
+        )
+        assert streamed == call.arguments  # type: ignore[union-attr]
+        assert not reply_audio(seen).size, "a call, not speech"
+
+        await conn.conversation.item.create(item={
+            "type": "function_call_output", "call_id": call.call_id,  # type: ignore[union-attr]
+            "output": json.dumps({"weather": "sunny", "celsius": 21})})  # fmt: skip
+        await conn.response.create()
+        seen = await events_until(conn, "response.done")
+        assert seen[-1].response.status == "completed"  # type: ignore[union-attr]
+        said = [e for e in seen if e.type == "response.output_audio_transcript.done"][0]
+        assert rms_db(reply_audio(seen)) > -50, "the answer is spoken"
+        assert "sunny" in said.transcript.lower() or "21" in said.transcript, said.transcript  # type: ignore[union-attr]
+    await sdk.close()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from app.config import LlmSettings
-from app.engines.llm import ChatMessage, LlamaCppLLM, OpenAICompatLLM
+from app.engines.llama import LlamaCppLLM
+from app.engines.llm import ChatMessage, Delta, OpenAICompatLLM, Tool, ToolCallDelta, ToolChoice
 from app.errors import EngineError
+from tests.conftest import LlamaServer
 from tests.support.server import free_port
 
 QUESTION: list[ChatMessage] = [
@@ -80,5 +83,69 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation() -> N
         await stream.aclose()
         text = await collect(llm, QUESTION)
         assert len(text.split()) >= 3
+    finally:
+        await llm.aclose()
+
+
+WEATHER: list[Tool] = [{
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]},
+    },
+}]  # fmt: skip
+FORCED: ToolChoice = {"type": "function", "function": {"name": "get_weather"}}
+ASK_WEATHER: list[ChatMessage] = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "What is the weather in Paris?"},
+]
+
+
+def call_of(deltas: list[Delta]) -> tuple[str, dict[str, object]]:
+    calls = [d for d in deltas if isinstance(d, ToolCallDelta)]
+    assert calls and calls[0].call_id and calls[0].name, deltas
+    assert all(d.index == 0 for d in calls)
+    return calls[0].name, json.loads("".join(d.arguments for d in calls))
+
+
+async def test_the_embedded_model_calls_a_forced_tool_with_arguments_that_parse() -> None:
+    llm = LlamaCppLLM(LlmSettings(max_tokens=48))
+    try:
+        deltas = [d async for d in llm.stream(ASK_WEATHER, tools=WEATHER, tool_choice=FORCED)]
+        name, arguments = call_of(deltas)
+        assert name == "get_weather" and isinstance(arguments.get("city"), str)
+        # The tool's result comes back, and the model answers in words.
+        answered: list[ChatMessage] = [
+            *ASK_WEATHER,
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps(arguments)}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Sunny and 21 degrees."},
+        ]  # fmt: skip
+        words = [d async for d in llm.stream(answered, tools=WEATHER, tool_choice="none")]
+        assert all(isinstance(d, str) for d in words) and "".join(words).strip()  # type: ignore[arg-type]
+        # "auto" lets the model choose; either way the stream is well formed.
+        chosen = [d async for d in llm.stream(ASK_WEATHER, tools=WEATHER, tool_choice="auto")]
+        if any(isinstance(d, ToolCallDelta) for d in chosen):
+            call_of(chosen)
+        else:
+            assert "".join(d for d in chosen if isinstance(d, str)).strip()
+        with pytest.raises(EngineError, match="not among the tools"):
+            bad: ToolChoice = {"type": "function", "function": {"name": "nope"}}
+            [d async for d in llm.stream(ASK_WEATHER, tools=WEATHER, tool_choice=bad)]
+    finally:
+        await llm.aclose()
+
+
+async def test_the_client_reads_streamed_tool_calls(llama_tools_server: LlamaServer) -> None:
+    """llama.cpp's server with its function-calling chat format streams tool_calls deltas,
+    as vLLM does with a tool-call parser."""
+    llm = OpenAICompatLLM(LlmSettings(base_url=llama_tools_server.url, model="m", max_tokens=48))
+    try:
+        deltas = [d async for d in llm.stream(ASK_WEATHER, tools=WEATHER, tool_choice=FORCED)]
+        name, arguments = call_of(deltas)
+        assert name == "get_weather" and isinstance(arguments.get("city"), str)
     finally:
         await llm.aclose()

@@ -144,9 +144,14 @@ REFUSED: list[tuple[dict[str, Any], str, str | None]] = [
     ),  # fmt: skip
     ({"type": "input_audio_buffer.append"}, "invalid_value", "audio"),
     (
+        {"type": "conversation.item.create", "item": {"type": "function_call"}},
+        "invalid_value",
+        "item",
+    ),
+    (
         {"type": "conversation.item.create", "item": {"type": "function_call_output"}},
         "invalid_value",
-        "item.type",
+        "item.call_id",
     ),  # fmt: skip
     (
         {"type": "conversation.item.create", "item": {"type": "message", "role": "user"}},
@@ -198,7 +203,7 @@ def test_refusals_say_what_is_supported() -> None:
         cmd.parse(REFUSED[4][0])
     with pytest.raises(cmd.BadEvent, match="audio formats are audio/pcm .* audio/pcma"):
         cmd.parse(REFUSED[5][0])
-    with pytest.raises(cmd.BadEvent, match="'function_call_output' are not supported"):
+    with pytest.raises(cmd.BadEvent, match="items are of type message or function_call_output"):
         cmd.parse(REFUSED[9][0])
     assert cmd.event_id_of({"event_id": "evt_9"}) == "evt_9"
     assert cmd.event_id_of({"event_id": 9}) is None

@@ -4,6 +4,7 @@ own models accept (openai.types.realtime.RealtimeServerEvent), in the GA order."
 from __future__ import annotations
 
 import typing
+from typing import Any
 
 import pytest
 from openai.types.realtime import RealtimeServerEvent
@@ -16,6 +17,9 @@ from app.session.history import Message
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
 TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}
+MESSAGE = msg.MessageStarted("resp_1", "item_r", "item_u", 0)
+TEXT_MESSAGE = msg.MessageStarted("resp_t", "item_t", "item_u", 0, "text")
+CALL = msg.FunctionCall("item_f", "call_1", "get_weather", '{"city": "Paris"}', 0, "item_u")
 # How every reply ends, whatever its status.
 REPLY_DONE = [
     "response.output_audio.done",
@@ -51,58 +55,69 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
     ),
     (msg.ItemDeleted("item_t"), ["conversation.item.deleted"]),
     (msg.ItemTruncated("item_a", 250), ["conversation.item.truncated"]),
+    (msg.ReplyStarted("resp_1"), ["response.created"]),
     (
-        msg.ReplyStarted("resp_1", "item_r", "item_u"),
-        [
-            "response.created",
-            "response.output_item.added",
-            "conversation.item.added",
-            "response.content_part.added",
-        ],
+        msg.MessageStarted("resp_1", "item_r", "item_u", 0),
+        ["response.output_item.added", "conversation.item.added", "response.content_part.added"],
     ),
     (msg.ReplyAudioStarted("resp_1"), ["output_audio_buffer.started"]),
-    (msg.ClauseSpoken("resp_1", "item_r", "It is"), ["response.output_audio_transcript.delta"]),
+    (msg.ClauseSpoken("resp_1", "item_r", 0, "It is"), ["response.output_audio_transcript.delta"]),
     (msg.ReplyAudioStopped("resp_1"), ["output_audio_buffer.stopped"]),
     (msg.ReplyAudioCleared("resp_1"), ["output_audio_buffer.cleared"]),
     (
-        msg.ReplyEnded("resp_1", "item_r", "completed", "It is here.", "item_u", TIMINGS),
+        msg.ReplyEnded("resp_1", "completed", "It is here.", MESSAGE, timings_ms=TIMINGS),
         REPLY_DONE,
     ),
     (
         msg.ReplyEnded(
             "resp_2",
-            "item_r",
             "cancelled",
             "It",
-            "item_u",
-            TIMINGS,
+            MESSAGE,
+            timings_ms=TIMINGS,
             reason="turn_detected",
             heard_ms=310,
         ),
         ["conversation.item.truncated", *REPLY_DONE],
     ),
     (
-        msg.ReplyEnded("resp_3", "item_r", "failed", "", "item_u", error="LLM unreachable"),
+        msg.ReplyEnded("resp_3", "failed", "", MESSAGE, error="LLM unreachable"),
         REPLY_DONE,
     ),
     (msg.Problem("engine_error", "LLM unreachable"), ["error"]),
     (msg.InputTimedOut("item_q", 4000, 9000), ["input_audio_buffer.timeout_triggered"]),
     (
+        msg.FunctionCallStarted("resp_f", CALL),
+        ["response.output_item.added", "conversation.item.added"],
+    ),
+    (
+        msg.FunctionCallArguments("resp_f", "item_f", "call_1", 0, '{"city":'),
+        ["response.function_call_arguments.delta"],
+    ),
+    (
+        msg.ReplyEnded("resp_f", "completed", calls=(CALL,)),
+        [
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "conversation.item.done",
+            "response.done",
+        ],
+    ),
+    (
+        msg.ToolOutputAdded("item_o", "call_1", '{"sky": "clear"}', "item_f"),
+        ["conversation.item.added", "conversation.item.done"],
+    ),
+    (
         msg.UserTranscribed("item_u", "Where", 0.5, (WordScore(" Where", -0.25),)),
         ["conversation.item.input_audio_transcription.completed", "conversation.item.done"],
     ),
     (
-        msg.ReplyStarted("resp_t", "item_t", "item_u", "text"),
-        [
-            "response.created",
-            "response.output_item.added",
-            "conversation.item.added",
-            "response.content_part.added",
-        ],
+        msg.MessageStarted("resp_t", "item_t", "item_u", 0, "text"),
+        ["response.output_item.added", "conversation.item.added", "response.content_part.added"],
     ),
-    (msg.TextWritten("resp_t", "item_t", "Hello"), ["response.output_text.delta"]),
+    (msg.TextWritten("resp_t", "item_t", 0, "Hello"), ["response.output_text.delta"]),
     (
-        msg.ReplyEnded("resp_t", "item_t", "completed", "Hello", "item_u", modality="text"),
+        msg.ReplyEnded("resp_t", "completed", "Hello", TEXT_MESSAGE, modality="text"),
         [
             "response.output_text.done",
             "response.content_part.done",
@@ -131,26 +146,36 @@ def test_each_message_becomes_events_the_sdk_accepts(
     assert len({event["event_id"] for event in events}) == len(events)
 
 
+def first(kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(event for event in events if event["type"] == kind)
+
+
 def test_what_the_events_say() -> None:
-    (done,) = [e for e in for_message(EXPECTED[15][0]) if e["type"] == "response.done"]
-    response = done["response"]
+    cut = for_message(
+        msg.ReplyEnded(
+            "resp_2", "cancelled", "It", MESSAGE, timings_ms=TIMINGS,
+            reason="turn_detected", heard_ms=310,
+        )
+    )  # fmt: skip
+    response = first("response.done", cut)["response"]
     assert response["status"] == "cancelled"
     assert response["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
     assert response["timings_ms"] == TIMINGS
     assert response["output"][0]["status"] == "incomplete"
     assert response["output"][0]["content"][0]["transcript"] == "It"
-    truncated = for_message(EXPECTED[15][0])[0]
-    assert (truncated["item_id"], truncated["audio_end_ms"]) == ("item_r", 310)
+    assert (cut[0]["item_id"], cut[0]["audio_end_ms"]) == ("item_r", 310)
 
-    (failed,) = [e for e in for_message(EXPECTED[16][0]) if e["type"] == "response.done"]
-    details = failed["response"]["status_details"]
+    failed = for_message(msg.ReplyEnded("resp_3", "failed", error="LLM unreachable"))
+    assert [event["type"] for event in failed] == ["response.done"], "no words, no item"
+    details = failed[0]["response"]["status_details"]
     assert details["type"] == "failed" and "reason" not in details, "the SDK knows no such reason"
     assert details["error"] == {"type": "server_error", "message": "LLM unreachable"}
+    assert failed[0]["response"]["output"] == []
 
-    error = for_message(EXPECTED[17][0])[0]["error"]
+    error = for_message(msg.Problem("engine_error", "LLM unreachable"))[0]["error"]
     assert error == {"type": "server_error", "message": "LLM unreachable", "code": "engine_error"}
 
-    transcribed = EXPECTED[3][0]
+    transcribed = msg.UserTranscribed("item_u", "Where is it?", 1.2)
     assert [e["type"] for e in for_message(transcribed, transcription=False)] == [
         "conversation.item.done"
     ]
@@ -159,17 +184,36 @@ def test_what_the_events_say() -> None:
 
 
 def test_written_replies_and_word_scores() -> None:
-    logprobs = for_message(EXPECTED[19][0])[0]["logprobs"]
+    scored = msg.UserTranscribed("item_u", "Where", 0.5, (WordScore(" Where", -0.25),))
+    logprobs = for_message(scored)[0]["logprobs"]
     assert logprobs == [{"token": " Where", "logprob": -0.25, "bytes": list(b" Where")}]
-    created = for_message(EXPECTED[20][0])
-    assert created[0]["response"]["output_modalities"] == ["text"]
-    assert created[1]["item"]["content"] == [{"type": "output_text", "text": ""}]
-    assert created[3]["part"] == {"type": "text", "text": ""}
-    done = for_message(EXPECTED[22][0])
+    assert for_message(msg.ReplyStarted("resp_t", "text"))[0]["response"]["output_modalities"] == [
+        "text"
+    ]
+    started = for_message(TEXT_MESSAGE)
+    assert started[0]["item"]["content"] == [{"type": "output_text", "text": ""}]
+    assert started[2]["part"] == {"type": "text", "text": ""}
+    done = for_message(
+        msg.ReplyEnded("resp_t", "completed", "Hello", TEXT_MESSAGE, modality="text")
+    )
     assert done[0]["text"] == "Hello" and done[-1]["response"]["output_modalities"] == ["text"]
     assert done[-1]["response"]["output"][0]["content"] == [
         {"type": "output_text", "text": "Hello"}
     ]
+
+
+def test_a_reply_that_speaks_then_calls_a_tool_has_two_output_items() -> None:
+    call = msg.FunctionCall("item_f", "call_1", "get_weather", '{"city": "Paris"}', 1, "item_r")
+    done = for_message(msg.ReplyEnded("resp_1", "completed", "Let me look.", MESSAGE, (call,)))
+    response = first("response.done", done)["response"]
+    assert [item["type"] for item in response["output"]] == ["message", "function_call"]
+    arguments = first("response.function_call_arguments.done", done)
+    assert (arguments["output_index"], arguments["arguments"]) == (1, '{"city": "Paris"}')
+    broken = msg.FunctionCall("item_g", "call_2", "get_weather", "{oops", 0, None, complete=False)
+    failed = for_message(msg.ReplyEnded("resp_2", "failed", calls=(broken,), error="bad arguments"))
+    assert first("response.done", failed)["response"]["output"][0]["status"] == "incomplete"
+    for event in [*done, *failed]:
+        SERVER_EVENT.validate_python(event, strict=True)
 
 
 @pytest.mark.parametrize(

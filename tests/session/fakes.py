@@ -15,7 +15,7 @@ import numpy as np
 
 from app.config import Settings, VadSettings
 from app.engines import Engines
-from app.engines.llm import ChatLLM, ChatMessage
+from app.engines.llm import ChatLLM, ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript, WordScore
 from app.engines.tts import Speech
 from app.engines.turn import TurnModel
@@ -61,24 +61,41 @@ class FakeLLM:
     def __init__(self) -> None:
         self.prompts: list[list[ChatMessage]] = []
         self.max_tokens: list[int | None] = []
+        self.tools: list[tuple[list[Tool] | None, ToolChoice | None]] = []
+        self.arguments = ['{"city": ', '"Paris"}']  # what its tool calls carry
         self.closed_early = 0
         self.echo_question = False  # answer "About <the question>, ..." instead
         self.delay_s = 0.02  # between words
 
     async def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int | None = None
-    ) -> AsyncGenerator[str, None]:
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        tools: list[Tool] | None = None,
+        tool_choice: ToolChoice | None = None,
+    ) -> AsyncGenerator[Delta, None]:
         self.prompts.append(messages)
         self.max_tokens.append(max_tokens)
-        words = ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]
-        if self.echo_question:
-            question = messages[-1]["content"]
-            words = f"About {question}, the answer is long and has many words.".split()
+        self.tools.append((tools, tool_choice))
+        deltas: list[Delta]
+        if tools and tool_choice != "none" and messages[-1]["role"] != "tool":
+            # Calls the first tool, its arguments in pieces (self.arguments); answers
+            # in words once the last message is a tool's result.
+            name = tools[0]["function"]["name"]
+            start = ToolCallDelta(0, call_id=f"call_{len(self.prompts)}", name=name)
+            deltas = [start, *(ToolCallDelta(0, arguments=a) for a in self.arguments)]
+        else:
+            words = ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]
+            if self.echo_question:
+                question = messages[-1]["content"]
+                words = f"About {question}, the answer is long and has many words.".split()
+            deltas = [word + " " for word in words]
         finished = False
         try:
-            for word in words:
+            for delta in deltas:
                 await asyncio.sleep(self.delay_s)
-                yield word + " "
+                yield delta
             finished = True
         finally:
             if not finished:

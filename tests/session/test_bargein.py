@@ -186,7 +186,9 @@ async def test_client_cancel_clear_and_truncate() -> None:
     engines.tts.seconds_per_word = 0.05
     await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
     await wait_for(sent, msg.ReplyEnded, count=2)
-    item_id = sent.nth(msg.ReplyEnded, 1).item_id
+    second = sent.nth(msg.ReplyEnded, 1).message
+    assert second is not None
+    item_id = second.item_id
     message = session.history.find(item_id)
     assert message is not None and not message.interrupted
     session.truncate_item(item_id, 250)

