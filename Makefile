@@ -14,7 +14,11 @@ DEBIAN_PACKAGES := chromium espeak-ng sox
 run: setup
 	$(BIN)/python -m app --host 127.0.0.1 --port 8000
 
-test: system-deps setup lint
+# The official @openai/agents-realtime for the browser tests, from the npm registry.
+AGENTS_SDK := tests/e2e/agents_sdk
+AGENTS_BUNDLE := test-output/agents-sdk/agents.js
+
+test: system-deps setup lint $(AGENTS_BUNDLE)
 	$(BIN)/python -m pytest
 
 setup: $(STAMP)
@@ -24,6 +28,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
 	$(BIN)/python -m pip install --progress-bar off -e '.[embedded,dev]'
 	touch $@
+
+$(AGENTS_BUNDLE): $(AGENTS_SDK)/package.json $(AGENTS_SDK)/entry.js
+	cd $(AGENTS_SDK) && npm install --no-audit --no-fund --loglevel=error
+	$(AGENTS_SDK)/node_modules/.bin/esbuild $(AGENTS_SDK)/entry.js --bundle --format=iife \
+		--platform=browser --log-level=warning --outfile=$@
 
 # Chromium drives the page tests, espeak-ng and sox make the speech the tests say.
 system-deps:

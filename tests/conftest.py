@@ -47,6 +47,13 @@ def agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
 
 
 @pytest.fixture(scope="session")
+def steady_agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+    """The default agent answering greedily: a test that checks what SmolLM2 says with a
+    tool's result gets the same answer every run (at 0.2 it used the result in 5 of 6)."""
+    return start_server("--max-sessions", "2", "--llm-temperature", "0")
+
+
+@pytest.fixture(scope="session")
 def speech(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     if not have_espeak():
         pytest.skip("espeak-ng is not installed (make test installs it)")

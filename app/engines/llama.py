@@ -5,7 +5,7 @@ are described in the system prompt; a call is written `functions.<name>:` and
 then its arguments, generated under a grammar made from the tool's JSON schema,
 so they always parse. A forced tool_choice skips straight to the arguments;
 "auto" first lets the model choose between a function and a plain message,
-under a grammar too. Tool results come back as user messages.
+under a grammar too. Tool results come back as notes from the user.
 """
 
 from __future__ import annotations
@@ -217,21 +217,21 @@ def _with_tools(messages: list[ChatMessage], tools: list[Tool]) -> list[ChatMess
 
 
 def _as_plain_chat(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """Tool calls and results as plain messages, for a model without a tool format."""
+    """Tool calls and results as plain messages, for a model without a tool format.
+
+    A call is left out and its result comes as the user's note: shown its own call
+    syntax, SmolLM2 repeats it instead of answering (6 of 6 answers used a JSON
+    result this way, against 2 of 6 with the result as a system note).
+    """
     names: dict[str, str] = {}
     plain: list[ChatMessage] = []
     for message in messages:
         calls = message.get("tool_calls") or []
-        if calls:
-            names.update({call["id"]: call["function"]["name"] for call in calls})
-            written = "\n".join(
-                f"{CALL_PREFIX}{c['function']['name']}:\n{c['function']['arguments']}"
-                for c in calls
-            )
-            plain.append({"role": "assistant", "content": written})
-        elif message["role"] == "tool":
-            name = names.get(message.get("tool_call_id", ""), "a function")
-            plain.append({"role": "user", "content": f"(result of {name}) {message['content']}"})
-        else:
+        names.update({call["id"]: call["function"]["name"] for call in calls})
+        if message["role"] == "tool":
+            name = names.get(message.get("tool_call_id", ""), "the function")
+            note = f"({name} returned: {message['content']}) Please answer my question with it."
+            plain.append({"role": "user", "content": note})
+        elif not calls:
             plain.append({"role": message["role"], "content": message["content"]})
     return plain

@@ -233,10 +233,10 @@ WEATHER_TOOL = {
 }  # fmt: skip
 
 
-async def test_sdk_websocket_tool_round_trip(agent_server: ServerProcess) -> None:
+async def test_sdk_websocket_tool_round_trip(steady_agent_server: ServerProcess) -> None:
     """A tool the model is made to call (tool_choice), run by the client, whose result the
     spoken answer then uses."""
-    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+    sdk = AsyncOpenAI(base_url=f"{steady_agent_server.url}/v1", api_key="sk-anything")
     async with sdk.realtime.connect(model="embedded") as conn:
         await events_until(conn, "session.created")
         await conn.session.update(

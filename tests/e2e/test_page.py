@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.server import REPO, ServerProcess
 from tests.support.speech import QUESTION, word_error_rate
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 OUTPUT = REPO / "test-output"
 # Record every state the indicator shows, however briefly.
 WATCH_STATES = """() => { window.seenStates = [];
@@ -25,33 +24,8 @@ WATCH_STATES = """() => { window.seenStates = [];
 
 @pytest.fixture
 async def browser(speech: Callable[[str], Path]) -> AsyncIterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it)")
-    from playwright.async_api import async_playwright
-
-    wav = speech(QUESTION)
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--use-fake-ui-for-media-stream",
-                "--use-fake-device-for-media-stream",
-                f"--use-file-for-fake-audio-capture={wav}%noloop",
-                "--autoplay-policy=no-user-gesture-required",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-quic",
-                "--disable-features=WebRtcHideLocalIpsWithMdns",
-            ],  # fmt: skip
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium(speech(QUESTION)) as launched:
+        yield launched
 
 
 # The page asks for echo cancellation and noise suppression, as a product should; their
