@@ -65,3 +65,14 @@ async def test_server_vad_comes_back_with_its_silence_window() -> None:
     without = make_session()[0]
     with pytest.raises(OptionError, match="turn model"):
         without.configure(SEMANTIC)
+
+
+async def test_barge_in_works_the_same() -> None:
+    session, sent, _, engines = make_session(turn_model=FakeTurnModel(probability=0.9))
+    engines.tts.seconds_per_word = 0.3  # type: ignore[attr-defined]  # a long reply
+    session.configure(SEMANTIC)
+    await play_script(session, [(0.0, noise(800)), (0.8, silence(1200)), (2.0, noise(600)),
+                                (2.6, silence(400))])  # fmt: skip
+    await wait_for_message(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert (ended.status, ended.reason) == ("cancelled", "turn_detected")
