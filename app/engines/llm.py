@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
@@ -69,8 +70,10 @@ class ChatLLM(Protocol):
         max_tokens: int | None = None,
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
+        for_reply: str | None = None,
     ) -> AsyncGenerator[Delta, None]:
-        """The reply, delta by delta; `max_tokens` None: llm.max_tokens."""
+        """The reply, delta by delta; `max_tokens` None: llm.max_tokens. `for_reply`: the
+        reply's id, logged beside the request's id in the server's own log."""
         ...
 
     async def aclose(self) -> None: ...
@@ -124,6 +127,7 @@ class OpenAICompatLLM:
         max_tokens: int | None = None,
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
+        for_reply: str | None = None,
     ) -> AsyncGenerator[Delta, None]:
         if not self.model_name:
             await self.start()
@@ -138,7 +142,12 @@ class OpenAICompatLLM:
             body["tools"] = tools
             body["tool_choice"] = tool_choice or "auto"
         try:
-            async with self._client.stream("POST", "chat/completions", json=body) as response:
+            # vLLM names the request by this header in its log; llama.cpp's server wants a UUID4.
+            request_id = str(uuid.uuid4())
+            log.info("LLM request %s answers %s", request_id, for_reply or "a direct call")
+            async with self._client.stream(
+                "POST", "chat/completions", json=body, headers={"X-Request-Id": request_id}
+            ) as response:
                 if response.status_code != 200:
                     detail = (await response.aread()).decode(errors="replace")[:300]
                     raise EngineError(

@@ -143,6 +143,7 @@ class Answerer:
                 options.max_output_tokens,
                 list(options.tools) or None,
                 self._tool_choice(options),
+                reply.response_id,
             )
             if reply.modality == "text":
                 await self._write(reply, request, turn)

@@ -52,6 +52,7 @@ class SpeechRequest:
     max_tokens: int | None = None  # None: the server's llm.max_tokens
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
+    reply_id: str | None = None  # logged with the LLM request, to find it in the server's log
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class AgentResponder:
             max_tokens=request.max_tokens,
             tools=request.tools,
             tool_choice=request.tool_choice,
+            for_reply=request.reply_id,
         )
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:

@@ -74,6 +74,7 @@ class FakeLLM:
         max_tokens: int | None = None,
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
+        for_reply: str | None = None,
     ) -> AsyncGenerator[Delta, None]:
         self.prompts.append(messages)
         self.max_tokens.append(max_tokens)
