@@ -173,7 +173,7 @@ class CallManager:
         Returns (answer_sdp, session_id). `changes` configure the session first, in order.
         """
         responder = self._responder_or_refuse()
-        session_id = new_id("sess")
+        session_id = self._new_session_id()
         slot = self.pool.claim(session_id)
         server = self.settings.server
         peer = RtcPeer(session_id, server.ice_servers, dtx=server.opus_dtx)
@@ -205,7 +205,7 @@ class CallManager:
     ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
         responder = self._responder_or_refuse()
-        session_id = new_id("sess")
+        session_id = self._new_session_id()
         slot = self.pool.claim(session_id)
         transport = WsTransport(websocket, session_id)
         dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
@@ -233,6 +233,10 @@ class CallManager:
         call = self._start(Call(slot, transport, dialect, session))
         assert call.supervisor is not None
         await asyncio.wait([call.supervisor])
+
+    def _new_session_id(self) -> str:
+        replica = self.settings.server.replica
+        return new_id(f"sess_{replica}" if replica else "sess")
 
     async def control(self, call_id: str, websocket: WebSocket) -> None:
         """Sideband: a server-side controller on an accepted WebSocket hears a WebRTC

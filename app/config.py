@@ -23,6 +23,13 @@ class ServerSettings(BaseModel):
         "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    replica: str = Field(
+        "",
+        pattern=r"^[a-z0-9-]{0,32}$",
+        description="This process's name among replicas behind a load balancer (letters, "
+        "digits, dashes). Every call id carries it (sess_<replica>_...), so the balancer can "
+        "send a call's hangup, DELETE and sideband to the replica holding it.",
+    )
     api_key: str = Field(
         "",
         description="If set, /offer, /v1/realtime/calls and the Realtime WebSocket require "
