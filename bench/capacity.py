@@ -2,6 +2,7 @@
 
     python -m bench.capacity                 # echo agent, then the embedded agent
     python -m bench.capacity --agent echo --max 8
+    python -m bench.capacity --agent llm --llm-url http://127.0.0.1:8001/v1   # vLLM as the LLM
 
 For each agent it runs 1, 2, 3, ... concurrent sessions (each speaking
 `--turns` utterances) until voice-to-voice p50 exceeds `--degrade` times the
@@ -21,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.latency import PROMPTS, cpu_s, percentile, run_concurrent
+from bench.latency import PROMPTS, cpu_s, llm_flags, percentile, run_concurrent
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
@@ -97,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max", type=int, default=6, help="most concurrent sessions to try")
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--degrade", type=float, default=1.5)
+    parser.add_argument(
+        "--llm-url",
+        help="the agent's LLM: an OpenAI-compatible server such as vLLM "
+        "(http://127.0.0.1:8001/v1 under `make vllm`); default: embedded llama.cpp",
+    )
     args = parser.parse_args(argv)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
@@ -108,10 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         wavs.append(folder / f"prompt{i}.wav")
     for agent in ["echo", "llm"] if args.agent == "both" else [args.agent]:
         server = ServerProcess(
-            ["--agent", agent, "--max-sessions", str(args.max)], folder / f"{agent}.log"
+            ["--agent", agent, "--max-sessions", str(args.max), *llm_flags(args.llm_url)],
+            folder / f"{agent}.log",
         )
         server.wait_healthy()
-        print(f"\n== agent={agent}")
+        print(f"\n== agent={agent} llm={args.llm_url or 'embedded llama.cpp'}")
         try:
             if agent == "echo":
                 counts = sorted({1, min(4, args.max), args.max})

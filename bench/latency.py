@@ -3,6 +3,7 @@
     python -m bench.latency --sessions 1
     python -m bench.latency --sessions 4 --turns 3 --silence-ms 400
     python -m bench.latency --url http://host:8000   # an already running server
+    python -m bench.latency --llm-url http://127.0.0.1:8001/v1   # vLLM (make vllm) as the LLM
 
 Prints p50/p95 voice-to-voice (end of the user's speech in the sent audio to the
 first non-silent reply frame received), the server's per-stage breakdown from
@@ -187,6 +188,11 @@ def report(label: str, results: Results, cpu_pct: float | None) -> None:
         print(f"server CPU: {cpu_pct:.0f}% of one core")
 
 
+def llm_flags(llm_url: str | None) -> list[str]:
+    """Server flags for an external LLM; its CPU is not in the server CPU figures."""
+    return ["--llm-base-url", llm_url] if llm_url else []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -196,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="measure a running server instead of starting one")
     parser.add_argument("--agent", default="llm", choices=["llm", "echo"])
     parser.add_argument("--silence-ms", type=int, default=500)
+    parser.add_argument(
+        "--llm-url",
+        help="the agent's LLM: an OpenAI-compatible server such as vLLM "
+        "(http://127.0.0.1:8001/v1 under `make vllm`); default: embedded llama.cpp",
+    )
     parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
     args = parser.parse_args(argv)
 
@@ -211,12 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         server = ServerProcess(
             ["--agent", args.agent, "--max-sessions", str(max(args.sessions, 1)),
-             "--vad-silence-ms", str(args.silence_ms), *args.server_args],
+             "--vad-silence-ms", str(args.silence_ms), *llm_flags(args.llm_url),
+             *args.server_args],
             folder / "server.log",
         )  # fmt: skip
         server.wait_healthy()
         url, pid = server.url, server.proc.pid
-    print(f"server: {url} agent={args.agent} silence_ms={args.silence_ms}")
+    llm = args.llm_url or "embedded llama.cpp"
+    print(f"server: {url} agent={args.agent} silence_ms={args.silence_ms} llm={llm}")
     try:
         asyncio.run(measure(url, pid, args.sessions, args.turns, wavs))
     finally:
