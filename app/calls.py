@@ -176,7 +176,7 @@ class CallManager:
         session_id = self._new_session_id()
         slot = self.pool.claim(session_id)
         server = self.settings.server
-        peer = RtcPeer(session_id, server.ice_servers, dtx=server.opus_dtx)
+        peer = RtcPeer(session_id, server.ice_config(), dtx=server.opus_dtx)
         try:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None

@@ -22,6 +22,16 @@ class ServerSettings(BaseModel):
         description="STUN/TURN URLs used by the server and advertised to the page "
         "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
     )
+    ice_username: str = Field(
+        "",
+        description="Username for the turn:/turns: URLs in ice_servers (a TURN server's "
+        "long-term credential, as coturn's --user gives).",
+    )
+    ice_credential: str = Field(
+        "",
+        description="Password for those TURN URLs. The page gets it from /v1/config to use "
+        "the relay, so anyone who can load the page can: use a TURN user for this alone.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info")
     replica: str = Field(
         "",
@@ -54,6 +64,17 @@ class ServerSettings(BaseModel):
         "of every 20 ms, as Opus DTX does. Saves CPU per call; turn off for a gateway that "
         "expects an unbroken RTP stream.",
     )
+
+    def ice_config(self) -> list[dict[str, str]]:
+        """ice_servers as RTCIceServer dictionaries (aiortc's and the browser's), the TURN
+        ones with their username and credential."""
+        entries = []
+        for url in self.ice_servers:
+            entry = {"urls": url}
+            if url.startswith(("turn:", "turns:")) and self.ice_username:
+                entry |= {"username": self.ice_username, "credential": self.ice_credential}
+            entries.append(entry)
+        return entries
 
     @field_validator("ice_servers", "allowed_origins", mode="before")
     @classmethod

@@ -30,6 +30,19 @@ def test_environment_uses_nested_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.server.ice_servers == ["stun:a.example:3478", "turn:b.example"]
 
 
+def test_turn_urls_carry_their_credential_and_stun_urls_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VOICE_SERVER__ICE_SERVERS", "stun:a.example:3478, turn:b.example")
+    monkeypatch.setenv("VOICE_SERVER__ICE_USERNAME", "voice")
+    monkeypatch.setenv("VOICE_SERVER__ICE_CREDENTIAL", "s3cret")
+    entries = Settings(_env_file=None).server.ice_config()  # type: ignore[call-arg]
+    assert entries == [
+        {"urls": "stun:a.example:3478"},
+        {"urls": "turn:b.example", "username": "voice", "credential": "s3cret"},
+    ]
+
+
 def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOICE_SERVER__PORT", "9999")
     monkeypatch.setenv("VOICE_VAD__AGGRESSIVENESS", "1")

@@ -58,7 +58,7 @@ async def client_config(request: Request) -> dict[str, Any]:
     settings = calls.settings
     voices = calls.responder.voices if calls.responder is not None else ()
     return {
-        "ice_servers": [{"urls": url} for url in settings.server.ice_servers],
+        "ice_servers": settings.server.ice_config(),
         "max_sessions": settings.pool.max_sessions,
         "voice": settings.tts.voice,
         "voices": list(voices or [settings.tts.voice]),

@@ -28,10 +28,13 @@ log = logging.getLogger(__name__)
 
 
 class RtcPeer:
-    def __init__(self, session_id: str, ice_servers: list[str], *, dtx: bool = True) -> None:
+    def __init__(
+        self, session_id: str, ice_servers: list[dict[str, str]], *, dtx: bool = True
+    ) -> None:
+        """`ice_servers`: RTCIceServer dictionaries, as ServerSettings.ice_config() gives."""
         self.session_id = session_id
         self._dtx = dtx
-        servers = [RTCIceServer(urls=url) for url in ice_servers]
+        servers = [RTCIceServer(**entry) for entry in ice_servers]
         # An explicit empty list: aiortc's default would try a public STUN server.
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
         self.events = EventChannel(session_id)
