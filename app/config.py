@@ -36,9 +36,9 @@ class ServerSettings(BaseModel):
     replica: str = Field(
         "",
         pattern=r"^[a-z0-9-]{0,32}$",
-        description="This process's name among replicas behind a load balancer (letters, "
-        "digits, dashes). Every call id carries it (sess_<replica>_...), so the balancer can "
-        "send a call's hangup, DELETE and sideband to the replica holding it.",
+        description="This process's name among replicas behind a load balancer (lowercase "
+        "letters, digits, dashes). Every call id carries it (sess_<replica>_...), so the "
+        "balancer can send a call's hangup, DELETE and sideband to the replica holding it.",
     )
     api_key: str = Field(
         "",

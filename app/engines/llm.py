@@ -73,7 +73,8 @@ class ChatLLM(Protocol):
         for_reply: str | None = None,
     ) -> AsyncGenerator[Delta, None]:
         """The reply, delta by delta; `max_tokens` None: llm.max_tokens. `for_reply`: the
-        reply's id, logged beside the request's id in the server's own log."""
+        reply's id, logged here with the id the request carries to the server (X-Request-Id,
+        which vLLM logs), so the two logs can be joined."""
         ...
 
     async def aclose(self) -> None: ...
