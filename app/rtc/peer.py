@@ -18,6 +18,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from app.errors import SignallingError
 from app.rtc.datachannel import EventChannel
+from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
 from app.rtc.jitter import release_audio_promptly
 from app.rtc.outbound import PacedAudioTrack
@@ -35,6 +36,7 @@ class RtcPeer:
         self.session_id = session_id
         self._dtx = dtx
         servers = [RTCIceServer(**entry) for entry in ice_servers]
+        accept_rsa_peers()  # gateways with RSA certificates, as well as browsers
         # An explicit empty list: aiortc's default would try a public STUN server.
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
         self.events = EventChannel(session_id)
