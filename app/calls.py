@@ -26,6 +26,9 @@ from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
 from app.errors import EngineError, NotFound, NotReady, SignallingError
 from app.ids import new_id
+from app.mediastream.playout import MarkedPlayout
+from app.mediastream.twilio import RATE as TWILIO_RATE
+from app.mediastream.twilio import BadStreamMessage, TwilioDialect
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import PARAMS
 from app.realtime.session_config import RATE as REALTIME_RATE
@@ -44,6 +47,8 @@ log = logging.getLogger(__name__)
 
 
 # Why a call ended, as its dialect tells the client at the end.
+UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
+
 ENDINGS = {
     "connect_timeout": "the peer did not connect in time",
     "media_timeout": "no audio arrived from the peer",
@@ -230,6 +235,50 @@ class CallManager:
         dialect.attach(session)
         transport.start(dialect.receive)
         dialect.opened()
+        call = self._start(Call(slot, transport, dialect, session))
+        assert call.supervisor is not None
+        await asyncio.wait([call.supervisor])
+
+    async def serve_media_stream(self, websocket: WebSocket) -> None:
+        """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
+        responder = self._responder_or_refuse()
+        session_id = self._new_session_id()
+        slot = self.pool.claim(session_id)
+        transport = WsTransport(websocket, session_id)
+        dialect = TwilioDialect(session_id, transport.send_text)
+
+        async def push_audio(pcm: bytes) -> None:
+            await transport.send_when_room(dialect.media(pcm))
+
+        async def push_mark(name: str) -> None:
+            await transport.send_when_room(dialect.mark(name))
+
+        try:
+            playout = MarkedPlayout(session_id, TWILIO_RATE, push_audio, push_mark)
+            session = Session(
+                session_id,
+                self.settings,
+                responder,
+                playout,
+                dialect.deliver,
+                turn_model=self.turn_model,
+            )
+        except BaseException:
+            self.pool.release(slot)
+            raise
+        dialect.attach(session, playout)
+
+        def receive(data: str | bytes) -> None:
+            try:
+                dialect.receive(data)
+            except BadStreamMessage as exc:
+                log.warning("media stream refused: %s", exc, extra={"session_id": session_id})
+                spawn(transport.close(UNSUPPORTED_DATA, str(exc)[:120]), f"{session_id}:refuse")
+                return
+            if dialect.stopped:
+                transport.ended.set()
+
+        transport.start(receive)
         call = self._start(Call(slot, transport, dialect, session))
         assert call.supervisor is not None
         await asyncio.wait([call.supervisor])

@@ -10,7 +10,15 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api import client_secrets, errors, health, realtime_calls, realtime_ws, signalling
+from app.api import (
+    client_secrets,
+    errors,
+    health,
+    realtime_calls,
+    realtime_ws,
+    signalling,
+    twilio,
+)
 from app.api.auth import ClientSecrets
 from app.calls import CallManager
 from app.config import Settings, get_settings
@@ -43,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(realtime_ws.router)
     app.include_router(client_secrets.router)
     app.include_router(health.router)
+    app.include_router(twilio.router)
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
     return app

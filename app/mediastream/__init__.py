@@ -1,0 +1,1 @@
+"""Telephony media streams over WebSocket (Twilio's protocol): μ-law 8 kHz in and out."""

@@ -1,0 +1,116 @@
+"""Twilio Media Streams, spoken by the server: what a `<Connect><Stream>` call sends us
+and what we send back. Telnyx's and similar carriers' streams use the same messages.
+
+In:  connected, start (the stream's id and audio format), media (base64 μ-law at 8 kHz),
+     mark (the carrier played up to one of our marks), dtmf, stop.
+Out: media (the reply, μ-law at 8 kHz), mark (after each piece), clear (barge-in: drop
+     what is buffered).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from app.audio import g711
+from app.audio.resample import Resampler
+from app.mediastream.playout import MarkedPlayout
+from app.session import messages as msg
+from app.session.messages import SessionMessage
+from app.session.session import Session
+
+log = logging.getLogger(__name__)
+
+RATE = g711.RATE
+INBOUND_RATE = 16_000
+FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1}
+
+
+class BadStreamMessage(ValueError):
+    """A message that is not Twilio's; the stream is closed with its reason."""
+
+
+class TwilioDialect:
+    def __init__(self, session_id: str, send: Callable[[str], None]) -> None:
+        """`send` queues one text message for the socket."""
+        self.session_id = session_id
+        self.stream_sid = ""
+        self.stopped = False
+        self.digits: list[str] = []
+        self._send = send
+        self._session: Session | None = None
+        self._playout: MarkedPlayout | None = None
+        self._inbound = Resampler(INBOUND_RATE)
+
+    def attach(self, session: Session, playout: MarkedPlayout) -> None:
+        self._session, self._playout = session, playout
+
+    # --- in -----------------------------------------------------------------------------
+
+    def receive(self, data: str | bytes) -> None:
+        """One message from the carrier. Raises BadStreamMessage for one that is not."""
+        try:
+            event = json.loads(data)
+            kind = event["event"]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadStreamMessage(f"not a media stream message: {str(data)[:80]!r}") from exc
+        try:
+            self._handle(kind, event)
+        except (KeyError, TypeError, binascii.Error) as exc:
+            raise BadStreamMessage(f"a malformed {kind!r} message: {exc!r}") from exc
+
+    def _handle(self, kind: str, event: dict[str, Any]) -> None:
+        assert self._session is not None and self._playout is not None
+        match kind:
+            case "connected":
+                pass
+            case "start":
+                start = event["start"]
+                fmt = start.get("mediaFormat", FORMAT)
+                if {k: fmt.get(k) for k in FORMAT} != FORMAT:
+                    raise BadStreamMessage(f"unsupported audio {fmt}: only {FORMAT}")
+                self.stream_sid = str(start.get("streamSid") or event["streamSid"])
+                log.info("media stream %s started (call %s)", self.stream_sid,
+                         start.get("callSid"), extra={"session_id": self.session_id})  # fmt: skip
+            case "media":
+                if not self.stream_sid:
+                    raise BadStreamMessage("media before start")
+                ulaw = base64.b64decode(event["media"]["payload"], validate=True)
+                pcm8k = np.frombuffer(g711.decode(ulaw, "ulaw"), dtype=np.int16)
+                self._session.push_audio(self._inbound.pcm(pcm8k, RATE))
+            case "mark":
+                self._playout.mark_echoed(str(event["mark"]["name"]))
+            case "dtmf":
+                digit = str(event["dtmf"]["digit"])
+                self.digits.append(digit)
+                log.info("DTMF %s", digit, extra={"session_id": self.session_id})
+            case "stop":
+                self.stopped = True
+            case _:
+                raise BadStreamMessage(f"unknown event {kind!r}")
+
+    # --- out ----------------------------------------------------------------------------
+
+    def media(self, pcm8k: bytes) -> str:
+        payload = base64.b64encode(g711.encode(pcm8k, "ulaw")).decode()
+        return json.dumps({"event": "media", "streamSid": self.stream_sid,
+                           "media": {"payload": payload}})  # fmt: skip
+
+    def mark(self, name: str) -> str:
+        return json.dumps({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+
+    def deliver(self, message: SessionMessage) -> None:
+        """Only barge-in has a word in this protocol: `clear`. The rest (transcripts,
+        reply text) stays in the server's log."""
+        if isinstance(message, msg.ReplyAudioCleared):
+            self._send(json.dumps({"event": "clear", "streamSid": self.stream_sid}))
+
+    def call_ended(self, code: str, message: str) -> None:
+        log.info("media stream %s ends: %s", self.stream_sid, code,
+                 extra={"session_id": self.session_id})  # fmt: skip

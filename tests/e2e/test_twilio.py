@@ -1,0 +1,207 @@
+"""Phone calls in Twilio's Media Streams protocol, with a client written from Twilio's
+published message format: μ-law 8 kHz in and out, marks, clear on barge-in, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+
+from app.audio import g711
+from app.audio.level import rms_db
+from app.audio.resample import Resampler
+from clients import load_wav
+from tests.support.server import ServerProcess
+from tests.support.speech import transcribe, words
+
+pytestmark = pytest.mark.e2e
+
+CHUNK = 160  # 20 ms of μ-law at 8 kHz, as Twilio sends it
+
+
+def ulaw_of(wav: Path) -> bytes:
+    resampler = Resampler(8_000)
+    pcm = resampler.pcm(load_wav(str(wav)), 48_000) + resampler.flush()
+    return g711.encode(pcm, "ulaw")
+
+
+class Caller:
+    """The carrier's side of one stream: sends the call's audio, plays back what comes,
+    echoes marks as Twilio does once the audio before them has played."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.heard = bytearray()  # μ-law
+        self.events: list[dict[str, Any]] = []
+        self._arrived = asyncio.Event()
+        self._sending: set[asyncio.Task[None]] = set()
+        self._reader = asyncio.create_task(self._read())
+
+    async def start(self, sid: str = "MZ0001") -> None:
+        await self.send({"event": "connected", "protocol": "Call", "version": "1.0.0"})
+        ulaw = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
+        await self.send({"event": "start", "sequenceNumber": "1", "streamSid": sid,
+                         "start": {"streamSid": sid, "callSid": "CA0001", "tracks": ["inbound"],
+                                   "mediaFormat": ulaw}})  # fmt: skip
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(event))
+
+    async def say(self, ulaw: bytes, then_silence_s: float = 1.5) -> None:
+        """Real time, 20 ms a message, as a phone line delivers it."""
+        audio = ulaw + g711.encode(bytes(int(then_silence_s * 8_000) * 2), "ulaw")
+        for offset in range(0, len(audio), CHUNK):
+            payload = base64.b64encode(audio[offset : offset + CHUNK]).decode()
+            await self.send({"event": "media", "streamSid": "MZ0001",
+                             "media": {"track": "inbound", "payload": payload}})  # fmt: skip
+            await asyncio.sleep(0.02)
+
+    async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        play_end = 0.0  # when what we were sent will have played
+        pending: list[tuple[asyncio.TimerHandle, dict[str, Any]]] = []
+        async for raw in self.ws:
+            event = json.loads(raw)
+            self.events.append(event)
+            self._arrived.set()
+            now = loop.time()
+            if event["event"] == "media":
+                audio = base64.b64decode(event["media"]["payload"])
+                self.heard += audio
+                play_end = max(now, play_end) + len(audio) / 8_000
+            elif event["event"] == "mark":  # echoed once the audio before it has played
+                echo = {"event": "mark", "streamSid": "MZ0001", "mark": event["mark"]}
+                pending.append((loop.call_at(max(now, play_end), self._echo, echo), echo))
+            elif event["event"] == "clear":  # the buffer is dropped; its marks come back now
+                play_end = now
+                for handle, echo in pending:
+                    if handle.when() > now:
+                        handle.cancel()
+                        self._echo(echo)
+                pending.clear()
+
+    def _echo(self, event: dict[str, Any]) -> None:
+        self._sending.add(task := asyncio.create_task(self.send(event)))
+        task.add_done_callback(self._sending.discard)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["event"] == kind]
+
+    async def wait_for(self, kind: str, timeout_s: float = 60) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not self.of(kind):
+                self._arrived.clear()
+                await self._arrived.wait()
+
+
+def stream_url(server: ServerProcess) -> str:
+    return f"ws://127.0.0.1:{server.port}/twilio/stream"
+
+
+def in_use(server: ServerProcess) -> int:
+    return int(httpx.get(f"{server.url}/v1/pool", timeout=5).json()["in_use"])
+
+
+async def test_the_voice_webhook_connects_the_call_to_our_stream(
+    echo_server: ServerProcess,
+) -> None:
+    async with httpx.AsyncClient() as http:
+        twiml = (await http.post(f"{echo_server.url}/twilio/voice", data={"CallSid": "CA1"})).text
+    assert f'<Stream url="{stream_url(echo_server)}"/>' in twiml
+    assert "<Connect>" in twiml
+
+
+async def test_a_call_is_heard_and_answered_in_mulaw_with_marks(
+    echo_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    question = ulaw_of(speech("Please turn on the lights in the kitchen."))
+    async with websockets.connect(stream_url(echo_server)) as ws:
+        caller = Caller(ws)
+        await caller.start()
+        await caller.say(question)
+        await caller.wait_for("media")
+        await asyncio.sleep(3)  # the echo plays back
+        reply = np.frombuffer(g711.decode(bytes(caller.heard), "ulaw"), dtype=np.int16)
+        assert rms_db(reply) > -40, "the echo of the question came back"
+        assert len(reply) > 8_000, "at least a second of it"
+        names = [int(event["mark"]["name"]) for event in caller.of("mark")]
+        assert names and names == sorted(names), "a mark after each piece, in order"
+        await caller.send({"event": "stop", "streamSid": "MZ0001", "stop": {"callSid": "CA0001"}})
+        for _ in range(100):
+            if in_use(echo_server) == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert in_use(echo_server) == 0, "stop frees the slot"
+
+
+async def test_talking_over_the_reply_clears_the_carriers_buffer(
+    echo_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    question = ulaw_of(speech("Please turn on the lights in the kitchen and the hall."))
+    async with websockets.connect(stream_url(echo_server)) as ws:
+        caller = Caller(ws)
+        await caller.start()
+        await caller.say(question, then_silence_s=0.8)
+        await caller.wait_for("media")
+        await caller.say(question, then_silence_s=0.5)  # over the echo
+        await caller.wait_for("clear", timeout_s=30)
+
+
+async def test_malformed_messages_end_that_stream_only(echo_server: ServerProcess) -> None:
+    async with websockets.connect(stream_url(echo_server)) as good:
+        caller = Caller(good)
+        await caller.start()
+        async with websockets.connect(stream_url(echo_server)) as bad:
+            await bad.send("{not json")
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(bad.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+        await caller.say(g711.encode(bytes(3200), "ulaw"), then_silence_s=0)
+        assert good.state == websockets.State.OPEN, "the other call goes on"
+
+
+async def test_a_full_pool_rejects_the_call_as_busy(start_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_server("--agent", "echo", "--max-sessions", "1")
+    async with websockets.connect(stream_url(server)) as first:
+        caller = Caller(first)
+        await caller.start()
+        for _ in range(100):
+            if in_use(server) == 1:
+                break
+            await asyncio.sleep(0.1)
+        async with httpx.AsyncClient() as http:
+            twiml = (await http.post(f"{server.url}/twilio/voice")).text
+        assert '<Reject reason="busy"/>' in twiml, "Twilio plays the caller a busy signal"
+        async with websockets.connect(stream_url(server)) as second:
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(second.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+
+
+async def test_the_agent_answers_a_phone_question_in_speech(
+    agent_server: ServerProcess, speech: Callable[[str], Path], whisper
+) -> None:  # type: ignore[no-untyped-def]
+    question = ulaw_of(speech("What is the capital of France?"))
+    async with websockets.connect(stream_url(agent_server)) as ws:
+        caller = Caller(ws)
+        await caller.start()
+        await caller.say(question)
+        await caller.wait_for("media", timeout_s=120)
+        while True:  # until the reply has stopped coming for a while
+            size = len(caller.heard)
+            await asyncio.sleep(2.0)
+            if len(caller.heard) == size:
+                break
+    pcm8k = g711.decode(bytes(caller.heard), "ulaw")
+    resampler = Resampler(48_000)
+    reply = np.frombuffer(resampler.pcm(np.frombuffer(pcm8k, np.int16), 8_000), np.int16)
+    heard = transcribe(whisper, reply)
+    assert words(heard), f"Whisper hears words in the agent's phone reply: {heard!r}"
