@@ -15,7 +15,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,17 +28,18 @@ from app.errors import EngineError, NotFound, NotReady, SignallingError
 from app.ids import new_id
 from app.mediastream.playout import MarkedPlayout
 from app.mediastream.twilio import RATE as TWILIO_RATE
-from app.mediastream.twilio import BadStreamMessage, TwilioDialect
+from app.mediastream.twilio import TwilioDialect
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import PARAMS
 from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.peer import RtcPeer
+from app.session.audio_out import AudioOut
 from app.session.messages import SessionMessage
 from app.session.options import OptionChanges
 from app.session.pool import Slot, SlotPool
 from app.session.refusals import OptionError
 from app.session.responders import AgentResponder, EchoResponder, Responder
-from app.session.session import Session
+from app.session.session import OutputLevel, Session
 from app.tasks import spawn
 from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
@@ -47,8 +48,6 @@ log = logging.getLogger(__name__)
 
 
 # Why a call ended, as its dialect tells the client at the end.
-UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
-
 ENDINGS = {
     "connect_timeout": "the peer did not connect in time",
     "media_timeout": "no audio arrived from the peer",
@@ -186,14 +185,12 @@ class CallManager:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None
             dialect = RealtimeDialect(peer.events, model=self.model, webrtc=True)
-            session = Session(
+            session = self._session(
                 session_id,
-                self.settings,
                 responder,
                 peer.outbound,
                 dialect.deliver,
                 output_level=peer.outbound.output_level_db,
-                turn_model=self.turn_model,
             )
             dialect.attach(session)
             _configure(session, changes)
@@ -220,14 +217,7 @@ class CallManager:
 
         try:
             playout = SocketPlayout(session_id, REALTIME_RATE, push)
-            session = Session(
-                session_id,
-                self.settings,
-                responder,
-                playout,
-                dialect.deliver,
-                turn_model=self.turn_model,
-            )
+            session = self._session(session_id, responder, playout, dialect.deliver)
             _configure(session, changes)
         except BaseException:
             self.pool.release(slot)
@@ -235,9 +225,7 @@ class CallManager:
         dialect.attach(session)
         transport.start(dialect.receive)
         dialect.opened()
-        call = self._start(Call(slot, transport, dialect, session))
-        assert call.supervisor is not None
-        await asyncio.wait([call.supervisor])
+        await self._run(Call(slot, transport, dialect, session))
 
     async def serve_media_stream(self, websocket: WebSocket) -> None:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
@@ -245,43 +233,40 @@ class CallManager:
         session_id = self._new_session_id()
         slot = self.pool.claim(session_id)
         transport = WsTransport(websocket, session_id)
-        dialect = TwilioDialect(session_id, transport.send_text)
-
-        async def push_audio(pcm: bytes) -> None:
-            await transport.send_when_room(dialect.media(pcm))
-
-        async def push_mark(name: str) -> None:
-            await transport.send_when_room(dialect.mark(name))
-
+        dialect = TwilioDialect(transport)
         try:
-            playout = MarkedPlayout(session_id, TWILIO_RATE, push_audio, push_mark)
-            session = Session(
-                session_id,
-                self.settings,
-                responder,
-                playout,
-                dialect.deliver,
-                turn_model=self.turn_model,
-            )
+            playout = MarkedPlayout(session_id, TWILIO_RATE, dialect.send_media, dialect.send_mark)
+            session = self._session(session_id, responder, playout, dialect.deliver)
         except BaseException:
             self.pool.release(slot)
             raise
         dialect.attach(session, playout)
+        transport.start(dialect.receive)
+        await self._run(Call(slot, transport, dialect, session))
 
-        def receive(data: str | bytes) -> None:
-            try:
-                dialect.receive(data)
-            except BadStreamMessage as exc:
-                log.warning("media stream refused: %s", exc, extra={"session_id": session_id})
-                spawn(transport.close(UNSUPPORTED_DATA, str(exc)[:120]), f"{session_id}:refuse")
-                return
-            if dialect.stopped:
-                transport.ended.set()
+    def _session(
+        self,
+        session_id: str,
+        responder: Responder,
+        audio: AudioOut,
+        deliver: Callable[[SessionMessage], None],
+        output_level: OutputLevel | None = None,
+    ) -> Session:
+        return Session(
+            session_id,
+            self.settings,
+            responder,
+            audio,
+            deliver,
+            output_level=output_level,
+            turn_model=self.turn_model,
+        )
 
-        transport.start(receive)
-        call = self._start(Call(slot, transport, dialect, session))
-        assert call.supervisor is not None
-        await asyncio.wait([call.supervisor])
+    async def _run(self, call: Call) -> None:
+        """Start a call whose socket this request holds, and hold it until the call ends."""
+        supervisor = self._start(call).supervisor
+        assert supervisor is not None
+        await asyncio.wait([supervisor])
 
     def _new_session_id(self) -> str:
         replica = self.settings.server.replica

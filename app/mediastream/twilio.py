@@ -13,7 +13,6 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,12 +23,15 @@ from app.mediastream.playout import MarkedPlayout
 from app.session import messages as msg
 from app.session.messages import SessionMessage
 from app.session.session import Session
+from app.tasks import spawn
+from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
 
 RATE = g711.RATE
 INBOUND_RATE = 16_000
 FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1}
+UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
 
 
 class BadStreamMessage(ValueError):
@@ -37,13 +39,11 @@ class BadStreamMessage(ValueError):
 
 
 class TwilioDialect:
-    def __init__(self, session_id: str, send: Callable[[str], None]) -> None:
-        """`send` queues one text message for the socket."""
-        self.session_id = session_id
+    def __init__(self, transport: WsTransport) -> None:
+        self.session_id = transport.session_id
         self.stream_sid = ""
-        self.stopped = False
         self.digits: list[str] = []
-        self._send = send
+        self._transport = transport
         self._session: Session | None = None
         self._playout: MarkedPlayout | None = None
         self._inbound = Resampler(INBOUND_RATE)
@@ -54,7 +54,17 @@ class TwilioDialect:
     # --- in -----------------------------------------------------------------------------
 
     def receive(self, data: str | bytes) -> None:
-        """One message from the carrier. Raises BadStreamMessage for one that is not."""
+        """One message from the carrier. One that is not Twilio's ends this stream (code
+        1007, with the reason); `stop` ends the call."""
+        try:
+            self.parse(data)
+        except BadStreamMessage as exc:
+            log.warning("media stream refused: %s", exc, extra={"session_id": self.session_id})
+            closing = self._transport.close(UNSUPPORTED_DATA, str(exc)[:120])
+            spawn(closing, f"{self.session_id}:refuse")
+
+    def parse(self, data: str | bytes) -> None:
+        """Act on one message; BadStreamMessage for one that is not Twilio's."""
         try:
             event = json.loads(data)
             kind = event["event"]
@@ -91,25 +101,28 @@ class TwilioDialect:
                 self.digits.append(digit)
                 log.info("DTMF %s", digit, extra={"session_id": self.session_id})
             case "stop":
-                self.stopped = True
+                self._transport.ended.set()
             case _:
                 raise BadStreamMessage(f"unknown event {kind!r}")
 
     # --- out ----------------------------------------------------------------------------
 
-    def media(self, pcm8k: bytes) -> str:
+    async def send_media(self, pcm8k: bytes) -> None:
+        """Reply audio: waits while the socket's outbox is full (backpressure)."""
         payload = base64.b64encode(g711.encode(pcm8k, "ulaw")).decode()
-        return json.dumps({"event": "media", "streamSid": self.stream_sid,
-                           "media": {"payload": payload}})  # fmt: skip
+        await self._send_when_room({"event": "media", "media": {"payload": payload}})
 
-    def mark(self, name: str) -> str:
-        return json.dumps({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+    async def send_mark(self, name: str) -> None:
+        await self._send_when_room({"event": "mark", "mark": {"name": name}})
+
+    async def _send_when_room(self, event: dict[str, Any]) -> None:
+        await self._transport.send_when_room(json.dumps({**event, "streamSid": self.stream_sid}))
 
     def deliver(self, message: SessionMessage) -> None:
         """Only barge-in has a word in this protocol: `clear`. The rest (transcripts,
         reply text) stays in the server's log."""
         if isinstance(message, msg.ReplyAudioCleared):
-            self._send(json.dumps({"event": "clear", "streamSid": self.stream_sid}))
+            self._transport.send_text(json.dumps({"event": "clear", "streamSid": self.stream_sid}))
 
     def call_ended(self, code: str, message: str) -> None:
         log.info("media stream %s ends: %s", self.stream_sid, code,
