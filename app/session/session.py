@@ -135,8 +135,12 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        """A reply is being prepared or played, or one is waiting."""
-        return self._job is not None or not self._jobs.empty()
+        """A reply is being prepared or played, or one is waiting. One that has ended (its
+        ReplyEnded is out, its history written) does not count while its task winds down:
+        a client may ask for the next reply as soon as it hears the last one is done."""
+        job = self._job
+        answering = job is not None and not (job.reply is not None and job.reply.done)
+        return answering or not self._jobs.empty()
 
     # --- verbs
 

@@ -135,3 +135,25 @@ async def test_without_create_response_a_speculative_turn_is_not_answered_either
     assert "ReplyStarted" not in kinds(sent) and audio.writes == []
     assert len(session.history) == 1
     await session.close()
+
+
+async def test_the_next_reply_may_be_asked_for_the_moment_the_last_one_ends() -> None:
+    """A client sends response.create as soon as it reads response.done; the ended reply's
+    task may still be winding down then, and must not count as a response in progress."""
+    asked: list[str] = []
+
+    def ask_again(message: msg.SessionMessage) -> None:
+        if isinstance(message, msg.ReplyEnded) and not asked:
+            try:
+                session.create_response()
+                asked.append("accepted")
+            except ResponseInProgress as exc:
+                asked.append(f"refused: {exc}")
+
+    session, sent, _, _ = make_session(also=ask_again)
+    session.add_item("user", "Ahoy?")
+    session.create_response()
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    assert asked == ["accepted"]
+    assert [m.status for m in sent.of(msg.ReplyEnded)] == ["completed", "completed"]
+    await session.close()
