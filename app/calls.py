@@ -40,7 +40,7 @@ from app.session.pool import Slot, SlotPool
 from app.session.refusals import OptionError
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
-from app.tasks import spawn
+from app.tasks import cancel_task, spawn
 from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
 
@@ -170,15 +170,16 @@ class CallManager:
             return None
 
     async def open_webrtc(
-        self, offer_sdp: str, changes: Sequence[OptionChanges] = ()
+        self, offer_sdp: str, changes: Sequence[OptionChanges] = (), *, via: str = "webrtc"
     ) -> tuple[str, str]:
-        """Answer an SDP offer on a fresh slot; the data channel speaks Realtime.
+        """Answer an SDP offer on a fresh slot; the data channel, if any, speaks Realtime.
 
         Returns (answer_sdp, session_id). `changes` configure the session first, in order.
+        `via` names the signalling in /v1/pool (webrtc, whip).
         """
         responder = self._responder_or_refuse()
         session_id = self._new_session_id()
-        slot = self.pool.claim(session_id)
+        slot = self.pool.claim(session_id, via)
         server = self.settings.server
         peer = RtcPeer(session_id, server.ice_config(), dtx=server.opus_dtx)
         try:
@@ -208,7 +209,7 @@ class CallManager:
         """Run one Realtime session on an accepted WebSocket until it ends."""
         responder = self._responder_or_refuse()
         session_id = self._new_session_id()
-        slot = self.pool.claim(session_id)
+        slot = self.pool.claim(session_id, "websocket")
         transport = WsTransport(websocket, session_id)
         dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
 
@@ -231,7 +232,7 @@ class CallManager:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
         responder = self._responder_or_refuse()
         session_id = self._new_session_id()
-        slot = self.pool.claim(session_id)
+        slot = self.pool.claim(session_id, "media_stream")
         transport = WsTransport(websocket, session_id)
         dialect = TwilioDialect(transport)
         try:
@@ -267,6 +268,13 @@ class CallManager:
         supervisor = self._start(call).supervisor
         assert supervisor is not None
         await asyncio.wait([supervisor])
+
+    def peer_of(self, call_id: str, via: str) -> RtcPeer:
+        """The WebRTC peer of a live call that came `via` this signalling; else NotFound."""
+        call = self._calls.get(call_id)
+        if call is None or call.slot.transport != via or not isinstance(call.transport, RtcPeer):
+            raise NotFound(f"no {via} call {call_id!r}")
+        return call.transport
 
     def _new_session_id(self) -> str:
         replica = self.settings.server.replica
@@ -313,13 +321,26 @@ class CallManager:
     async def _supervise(self, call: Call) -> None:
         reason = "peer_closed"
         try:
-            if not await call.transport.wait_connected(self.settings.pool.connect_timeout_s):
+            if not await self._until_connected(call):
                 reason = call.stop_reason or "connect_timeout"
                 return
             self.pool.activate(call.slot)
             reason = await self._watch(call)
         finally:
             await self._end(call, reason)
+
+    async def _until_connected(self, call: Call) -> bool:
+        """False if the peer did not connect in time, or the call was hung up meanwhile
+        (a WHIP DELETE or a SIP CANCEL frees the slot at once, not after the timeout)."""
+        timeout_s = self.settings.pool.connect_timeout_s
+        connecting = spawn(call.transport.wait_connected(timeout_s), f"{call.session.id}:connect")
+        stopped = asyncio.create_task(call.stop.wait(), name=f"{call.session.id}:stop")
+        try:
+            await asyncio.wait({connecting, stopped}, return_when="FIRST_COMPLETED")
+        finally:
+            stopped.cancel()
+            await cancel_task(connecting)
+        return connecting.done() and not connecting.cancelled() and connecting.result()
 
     async def _watch(self, call: Call) -> str:
         """Wait for the call to end; return why.

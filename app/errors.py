@@ -30,6 +30,12 @@ class BadRequest(VoiceAgentError):
     type = "invalid_request_error"
 
 
+class TooLarge(VoiceAgentError):
+    """A request body over its route's limit, refused before it is all read."""
+
+    type = "invalid_request_error"
+
+
 class NotFound(VoiceAgentError):
     type = "invalid_request_error"
 

@@ -18,6 +18,7 @@ from app.api import (
     realtime_ws,
     signalling,
     twilio,
+    whip,
 )
 from app.api.auth import ClientSecrets
 from app.calls import CallManager
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(client_secrets.router)
     app.include_router(health.router)
     app.include_router(twilio.router)
+    app.include_router(whip.router)
     if STATIC_DIR.is_dir():
         app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
     return app

@@ -12,6 +12,7 @@ from app.errors import (
     NotReady,
     SessionLimitReached,
     SignallingError,
+    TooLarge,
     Unauthorized,
     VoiceAgentError,
 )
@@ -49,6 +50,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(BadRequest)
     async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
         return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
+
+    @app.exception_handler(TooLarge)
+    async def _too_large(_: Request, exc: TooLarge) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=413)
 
     @app.exception_handler(NotFound)
     async def _not_found(_: Request, exc: NotFound) -> JSONResponse:

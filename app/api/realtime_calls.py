@@ -13,10 +13,12 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from app.api.auth import require_key
+from app.api.bodies import read_limited
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
 from app.errors import SignallingError
 from app.realtime.session_config import SessionConfig, to_changes
+from app.rtc.sdp import MAX_SDP_BYTES
 from app.session.options import OptionChanges
 
 router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
@@ -57,7 +59,8 @@ async def _end(call_id: str, request: Request) -> Response:
 async def _offer_of(request: Request) -> tuple[str, OptionChanges | None]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/sdp"):
-        return (await request.body()).decode("utf-8", errors="replace"), None
+        offer = await read_limited(request, MAX_SDP_BYTES)
+        return offer.decode("utf-8", errors="replace"), None
     if not content_type.startswith("multipart/form-data"):
         raise SignallingError(
             "send the offer as application/sdp, or as multipart/form-data with an 'sdp' field"

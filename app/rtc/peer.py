@@ -22,7 +22,8 @@ from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
 from app.rtc.jitter import release_audio_promptly
 from app.rtc.outbound import PacedAudioTrack
-from app.rtc.sdp import audio_rate_for_offer, sent_audio_codec
+from app.rtc.sdp import audio_rate_for_offer, ice_ufrag, sent_audio_codec
+from app.rtc.trickle import IceFragment
 from app.tasks import CloseOnce, cancel_task, spawn
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,27 @@ class RtcPeer:
         if sent_audio_codec(answer) == "audio/opus":
             self.outbound.send_opus_packets(dtx=self._dtx)
         return answer
+
+    @property
+    def remote_ufrag(self) -> str | None:
+        """The ICE credentials the offer came with: a fragment with others restarts ICE."""
+        remote = self.pc.remoteDescription
+        return ice_ufrag(remote.sdp) if remote is not None else None
+
+    @property
+    def local_ufrag(self) -> str | None:
+        local = self.pc.localDescription
+        return ice_ufrag(local.sdp) if local is not None else None
+
+    async def add_candidates(self, fragment: IceFragment) -> None:
+        """Candidates the peer trickled after its offer (a WHIP PATCH)."""
+        for candidate in fragment.candidates:
+            try:
+                await self.pc.addIceCandidate(candidate)
+            except ValueError as exc:
+                raise SignallingError(f"ICE candidate rejected: {exc}") from exc
+        if fragment.ended:
+            await self.pc.addIceCandidate(None)
 
     def bind(
         self,

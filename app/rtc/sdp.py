@@ -41,3 +41,11 @@ def sent_audio_codec(answer_sdp: str) -> str:
     description = SessionDescription.parse(answer_sdp)
     audio = next(media for media in description.media if media.kind == "audio")
     return str(audio.rtp.codecs[0].mimeType).lower()
+
+
+def ice_ufrag(sdp: str) -> str | None:
+    """The first a=ice-ufrag (session or media level): BUNDLE gives every section one."""
+    for line in sdp.splitlines():
+        if line.startswith("a=ice-ufrag:"):
+            return line.split(":", 1)[1].strip()
+    return None

@@ -27,11 +27,15 @@ class Slot:
     index: int
     state: SlotState = SlotState.IDLE
     session_id: str | None = None
+    transport: str | None = None  # how the call reached us: webrtc, whip, websocket, ...
     since: float = field(default_factory=time.monotonic)
 
     def move(self, state: SlotState, session_id: str | None = None) -> None:
         self.state = state
-        self.session_id = session_id if state is not SlotState.IDLE else None
+        if state is SlotState.IDLE:
+            self.session_id = self.transport = None
+        else:
+            self.session_id = session_id
         self.since = time.monotonic()
 
 
@@ -53,7 +57,7 @@ class SlotPool:
     def has_free(self) -> bool:
         return any(slot.state is SlotState.IDLE for slot in self._slots)
 
-    def claim(self, session_id: str) -> Slot:
+    def claim(self, session_id: str, transport: str) -> Slot:
         """Take an idle slot or raise SessionLimitReached. No await: atomic on the loop.
 
         Only idle slots are handed out: never one still draining or quarantined.
@@ -61,6 +65,7 @@ class SlotPool:
         for slot in self._slots:
             if slot.state is SlotState.IDLE:
                 slot.move(SlotState.CONNECTING, session_id)
+                slot.transport = transport
                 return slot
         raise SessionLimitReached(self.size, self.retry_after_s)
 
@@ -118,6 +123,7 @@ class SlotPool:
                     "index": slot.index,
                     "state": slot.state.value,
                     "session_id": slot.session_id,
+                    "transport": slot.transport,
                     "since_s": round(now - slot.since, 3),
                 }
                 for slot in self._slots

@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from clients import AgentClient, load_wav
-from tests.api.test_signalling import wait_pool_in_use
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, until_in_use
 
 
 async def pool_of(url: str) -> dict:
@@ -48,7 +47,7 @@ async def test_an_offer_storm_gets_exactly_as_many_sessions_as_slots(
         assert {slot["state"] for slot in pool["slots"]} == {"active"}
     finally:
         await asyncio.gather(*(c.close() for c in clients))
-    await wait_pool_in_use(server.url, 0)
+    await until_in_use(server.url, 0)
 
 
 async def test_a_peer_that_never_connects_is_freed_by_the_watchdog(
@@ -61,7 +60,7 @@ async def test_a_peer_that_never_connects_is_freed_by_the_watchdog(
         assert (await http.post(f"{server.url}/offer", json=offer)).status_code == 200
     assert (await pool_of(server.url))["slots"][0]["state"] == "connecting"
     await client.close()  # the answer was never applied: no ICE, no DTLS
-    await wait_pool_in_use(server.url, 0, timeout_s=5)
+    await until_in_use(server.url, 0, timeout_s=5)
     assert "connect_timeout" in server.log()
 
 
@@ -86,7 +85,7 @@ async def test_sessions_end_on_their_clocks_with_a_final_event(
         assert final["error"]["code"] == reason
     finally:
         await client.close()
-    await wait_pool_in_use(server.url, 0, timeout_s=5)
+    await until_in_use(server.url, 0, timeout_s=5)
 
 
 async def test_sigterm_ends_calls_with_a_final_event_and_exits_promptly(

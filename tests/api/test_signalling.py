@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import httpx
@@ -10,7 +9,7 @@ import pytest
 from aiortc import RTCPeerConnection
 
 from clients import AgentClient
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, until_in_use
 
 
 async def video_only_offer() -> str:
@@ -73,16 +72,6 @@ async def test_offer_without_audio_is_refused_and_the_server_keeps_serving(
         await client.close()
 
 
-async def wait_pool_in_use(url: str, expected: int, timeout_s: float = 10.0) -> dict:
-    async with httpx.AsyncClient() as http:
-        for _ in range(int(timeout_s / 0.1)):
-            pool = (await http.get(f"{url}/v1/pool")).json()
-            if pool["in_use"] == expected:
-                return pool
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"pool in_use never reached {expected}: {pool}")
-
-
 async def test_full_pool_answers_503_with_retry_after(
     start_server: Callable[..., ServerProcess],
 ) -> None:
@@ -103,7 +92,7 @@ async def test_full_pool_answers_503_with_retry_after(
     finally:
         await first.close()
     # The slot comes back once the first peer hangs up.
-    await wait_pool_in_use(server.url, 0)
+    await until_in_use(server.url, 0)
     third = AgentClient(server.url)
     try:
         await third.connect()

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from clients import AgentClient, load_wav
-from tests.api.test_signalling import wait_pool_in_use
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, until_in_use
 from tests.support.speech import have_espeak, speak_to_wav
 
 pytestmark = pytest.mark.e2e
@@ -50,13 +49,13 @@ async def test_a_hundred_sessions_leave_nothing_behind(
     server = start_server("--agent", "echo", "--max-sessions", "2", "--vad-silence-ms", "200")
     for _ in range(3):  # warm up lazily created state (codecs, executors)
         await one_session(server.url, utterance)
-    await wait_pool_in_use(server.url, 0)
+    await until_in_use(server.url, 0)
     before = await stats(server.url)
 
     for _ in range(SESSIONS):
         await one_session(server.url, utterance)
 
-    pool = await wait_pool_in_use(server.url, 0)
+    pool = await until_in_use(server.url, 0)
     assert {slot["state"] for slot in pool["slots"]} == {"idle"}
     after = await stats(server.url)
     for _ in range(50):  # closing peers finish their last timers

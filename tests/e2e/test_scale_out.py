@@ -17,7 +17,7 @@ import websockets
 from aiortc import RTCSessionDescription
 
 from clients import AgentClient
-from tests.support.server import REPO, ServerProcess, free_port
+from tests.support.server import REPO, ServerProcess, free_port, until_in_use
 
 pytestmark = pytest.mark.e2e
 
@@ -97,14 +97,6 @@ def in_use(replica: ServerProcess) -> int:
     return int(httpx.get(f"{replica.url}/v1/pool", timeout=5).json()["in_use"])
 
 
-async def until_free(replica: ServerProcess) -> None:
-    for _ in range(100):
-        if in_use(replica) == 0:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"replica on port {replica.port} kept its slot")
-
-
 async def test_calls_spread_over_replicas_and_follow_ups_find_theirs(
     balancer: tuple[str, dict[str, ServerProcess]],
 ) -> None:
@@ -129,7 +121,7 @@ async def test_calls_spread_over_replicas_and_follow_ups_find_theirs(
         async with httpx.AsyncClient(timeout=10) as http:
             hangup = await http.post(f"{url}{one.headers['location']}/hangup")
         assert hangup.status_code == 200
-        await until_free(replicas[holder])
+        await until_in_use(replicas[holder].url, 0)
         other = next(name for name in REPLICAS if name != holder)
         assert in_use(replicas[other]) == 1, "the other replica's call goes on"
 
@@ -153,7 +145,7 @@ async def test_calls_spread_over_replicas_and_follow_ups_find_theirs(
             unknown = await http.delete(f"{url}/v1/realtime/calls/sess_{other}_0000")
         assert deleted.status_code == 200
         assert unknown.status_code == 404, "an unknown call on a live replica is 404"
-        await until_free(replicas[other])
+        await until_in_use(replicas[other].url, 0)
     finally:
         for client in clients:
             await client.close()

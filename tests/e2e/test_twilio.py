@@ -19,7 +19,7 @@ from app.audio import g711
 from app.audio.level import rms_db
 from app.audio.resample import Resampler
 from clients import load_wav
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, until_in_use
 from tests.support.speech import transcribe, words
 
 pytestmark = pytest.mark.e2e
@@ -106,10 +106,6 @@ def stream_url(server: ServerProcess) -> str:
     return f"ws://127.0.0.1:{server.port}/twilio/stream"
 
 
-def in_use(server: ServerProcess) -> int:
-    return int(httpx.get(f"{server.url}/v1/pool", timeout=5).json()["in_use"])
-
-
 async def test_the_voice_webhook_connects_the_call_to_our_stream(
     echo_server: ServerProcess,
 ) -> None:
@@ -135,11 +131,7 @@ async def test_a_call_is_heard_and_answered_in_mulaw_with_marks(
         names = [int(event["mark"]["name"]) for event in caller.of("mark")]
         assert names and names == sorted(names), "a mark after each piece, in order"
         await caller.send({"event": "stop", "streamSid": "MZ0001", "stop": {"callSid": "CA0001"}})
-        for _ in range(100):
-            if in_use(echo_server) == 0:
-                break
-            await asyncio.sleep(0.1)
-        assert in_use(echo_server) == 0, "stop frees the slot"
+        await until_in_use(echo_server.url, 0)  # stop frees the slot
 
 
 async def test_talking_over_the_reply_clears_the_carriers_buffer(
@@ -173,10 +165,7 @@ async def test_a_full_pool_rejects_the_call_as_busy(start_server) -> None:  # ty
     async with websockets.connect(stream_url(server)) as first:
         caller = Caller(first)
         await caller.start()
-        for _ in range(100):
-            if in_use(server) == 1:
-                break
-            await asyncio.sleep(0.1)
+        await until_in_use(server.url, 1)
         async with httpx.AsyncClient() as http:
             twiml = (await http.post(f"{server.url}/twilio/voice")).text
         assert '<Reject reason="busy"/>' in twiml, "Twilio plays the caller a busy signal"

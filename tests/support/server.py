@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -61,3 +62,19 @@ class ServerProcess:
                 self.proc.wait()
         self._log.close()
         return self.proc.returncode
+
+
+async def until_in_use(
+    url: str, count: int, *, state: str | None = None, timeout_s: float = 15.0
+) -> dict:
+    """Poll /v1/pool until `count` slots are in use (in `state`, if given); return the pool."""
+    pool: dict = {}
+    async with httpx.AsyncClient(timeout=5) as http:
+        for _ in range(int(timeout_s / 0.1)):
+            pool = (await http.get(f"{url}/v1/pool")).json()
+            states = [slot["state"] for slot in pool["slots"]]
+            held = states.count(state) if state is not None else pool["in_use"]
+            if held == count:
+                return pool
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"never {count} slots {state or 'in use'} at {url}: {pool}")
