@@ -216,6 +216,13 @@ class TurnSettings(BaseModel):
         "", description="Smart Turn ONNX file. Empty: the one in the pipecat-ai package."
     )
     threads: int = Field(1, ge=1, le=16, description="onnxruntime threads for the turn model.")
+    keypad_pause_ms: int = Field(
+        1500,
+        ge=100,
+        le=10_000,
+        description="Keypad presses (DTMF) this close together are one entry for the agent; "
+        "'#' ends an entry at once.",
+    )
 
 
 class SttSettings(BaseModel):

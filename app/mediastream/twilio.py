@@ -42,7 +42,6 @@ class TwilioDialect:
     def __init__(self, transport: WsTransport) -> None:
         self.session_id = transport.session_id
         self.stream_sid = ""
-        self.digits: list[str] = []
         self._transport = transport
         self._session: Session | None = None
         self._playout: MarkedPlayout | None = None
@@ -97,9 +96,10 @@ class TwilioDialect:
             case "mark":
                 self._playout.mark_echoed(str(event["mark"]["name"]))
             case "dtmf":
-                digit = str(event["dtmf"]["digit"])
-                self.digits.append(digit)
-                log.info("DTMF %s", digit, extra={"session_id": self.session_id})
+                try:
+                    self._session.press(str(event["dtmf"]["digit"]))
+                except ValueError as exc:
+                    raise BadStreamMessage(str(exc)) from exc
             case "stop":
                 self._transport.ended.set()
             case _:

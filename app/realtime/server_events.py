@@ -45,6 +45,10 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             if not transcription:
                 return [done]
             return [transcription_completed(item_id, transcript, audio_s, words), done]
+        case msg.KeyPressed(key, at):
+            return [
+                _event("input_audio_buffer.dtmf_event_received", event=key, received_at=int(at))
+            ]
         case msg.TextItemAdded(item_id, role, text, previous):
             item = text_item(item_id, role, text)
             return [item_added(item, previous), item_done(item, previous)]
@@ -185,6 +189,10 @@ def speech_started(item_id: str, audio_start_ms: int) -> Event:
     return _event(
         "input_audio_buffer.speech_started", item_id=item_id, audio_start_ms=audio_start_ms
     )
+
+
+def dtmf_received(key: str, at: float) -> Event:
+    return _event("input_audio_buffer.dtmf_event_received", event=key, received_at=int(at))
 
 
 def speech_stopped(item_id: str, audio_end_ms: int) -> Event:

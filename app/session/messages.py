@@ -60,6 +60,14 @@ class UserTranscribed:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyPressed:
+    """A telephone keypad press (DTMF) from the caller; `at` is Unix time."""
+
+    key: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class TextItemAdded:
     """A message the client typed into the conversation."""
 
@@ -227,6 +235,7 @@ SessionMessage = (
     | InputTimedOut
     | InputCommitted
     | UserTranscribed
+    | KeyPressed
     | TextItemAdded
     | ItemDeleted
     | ItemTruncated

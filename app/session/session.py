@@ -21,6 +21,7 @@ from app.session import messages as msg
 from app.session.answer import Answerer
 from app.session.audio_out import AudioOut
 from app.session.history import History, Message
+from app.session.keypad import KEYS, Keypad, entry_text
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.session.refusals import (
     BadTruncation,
@@ -107,6 +108,7 @@ class Session:
         self._manual = bytearray()  # audio since the last commit, when turn detection is off
         self._worker: asyncio.Task[None] | None = None
         self._idle = OneShot(self._idle_timed_out)  # the idle timeout after a reply
+        self._keypad = Keypad(settings.turn.keypad_pause_ms, self._keys_entered)
         self._idle_from_ms = 0
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
@@ -171,6 +173,14 @@ class Session:
             self._buffer_manual(pcm16k)
             return
         self._turns.push(pcm16k, interruptible=self.reply is not None)
+
+    def press(self, key: str) -> None:
+        """A keypad press (DTMF) from a phone; ValueError for what is not a key."""
+        if key not in KEYS:
+            raise ValueError(f"not a keypad key: {key[:8]!r}")
+        self.touch()
+        self._emit(msg.KeyPressed(key, time.time()))
+        self._keypad.press(key)
 
     def commit_input(self) -> None:
         """End the user's turn now (NothingToCommit if there is no speech)."""
@@ -296,6 +306,15 @@ class Session:
             respond = self.options.create_response
             self._enqueue(UserTurn(self.id, audio, item_id, ended=True, respond=respond))
 
+    def _keys_entered(self, keys: str) -> None:
+        """An entry on the keypad is the user's turn: it cuts the agent short, as keys do
+        on any phone menu, and is answered like speech."""
+        self.add_item("user", entry_text(keys))
+        if not (self.options.create_response and self._responder.answers_text):
+            return
+        self._barge_in()
+        self._enqueue(ReplyRequest(self.id, None))
+
     def _buffer_manual(self, pcm16k: bytes) -> None:
         self._manual += pcm16k
         limit = int(self._settings.vad.max_utterance_s * 1000 * BYTES_PER_MS)
@@ -384,6 +403,7 @@ class Session:
 
     async def _close(self) -> None:
         self._idle.cancel()
+        self._keypad.close()
         await self._turns.close()
         reply = self._job.task if self._job is not None else None
         tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]

@@ -33,6 +33,7 @@ REPLY_DONE = [
 EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
     (msg.SpeechStarted("item_u", 1200), ["input_audio_buffer.speech_started"]),
     (msg.SpeechStopped("item_u", 2400), ["input_audio_buffer.speech_stopped"]),
+    (msg.KeyPressed("5", 1_764_460_800.5), ["input_audio_buffer.dtmf_event_received"]),
     (
         msg.InputCommitted("item_u", "item_0"),
         ["input_audio_buffer.committed", "conversation.item.added"],
