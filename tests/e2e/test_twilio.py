@@ -156,6 +156,15 @@ async def test_malformed_messages_end_that_stream_only(echo_server: ServerProces
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await asyncio.wait_for(bad.recv(), 10)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+        async with websockets.connect(stream_url(echo_server)) as bad:
+            ulaw = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
+            start = {"streamSid": "MZ2", "mediaFormat": ulaw}
+            await bad.send(json.dumps({"event": "start", "streamSid": "MZ2", "start": start}))
+            await bad.send(json.dumps({"event": "dtmf", "dtmf": {"digit": "Z"}}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(bad.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+            assert "not a keypad key" in closed.value.rcvd.reason
         await caller.say(g711.encode(bytes(3200), "ulaw"), then_silence_s=0)
         assert good.state == websockets.State.OPEN, "the other call goes on"
 
@@ -194,3 +203,21 @@ async def test_the_agent_answers_a_phone_question_in_speech(
     reply = np.frombuffer(resampler.pcm(np.frombuffer(pcm8k, np.int16), 8_000), np.int16)
     heard = transcribe(whisper, reply)
     assert words(heard), f"Whisper hears words in the agent's phone reply: {heard!r}"
+
+
+async def test_keys_pressed_on_the_phone_are_answered_by_the_agent(
+    agent_server: ServerProcess,
+) -> None:
+    """No speech at all: the keypad entry alone is the caller's turn."""
+    async with websockets.connect(stream_url(agent_server)) as ws:
+        caller = Caller(ws)
+        await caller.start()
+        line = asyncio.create_task(caller.say(b"", then_silence_s=60))  # the line stays open
+        try:
+            for digit in "1#":
+                await caller.send({"event": "dtmf", "streamSid": "MZ0001",
+                                   "dtmf": {"track": "inbound_track", "digit": digit}})  # fmt: skip
+            await caller.wait_for("media", timeout_s=60)
+        finally:
+            line.cancel()
+    assert len(caller.heard) > 8_000 * 0.5, "the agent spoke its answer to the keys"
