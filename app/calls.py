@@ -21,6 +21,7 @@ from typing import Protocol
 
 from starlette.websockets import WebSocket
 
+from app.audio.g711 import RATE as G711_RATE
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
@@ -32,6 +33,7 @@ from app.mediastream.twilio import TwilioDialect
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import PARAMS
 from app.realtime.session_config import RATE as REALTIME_RATE
+from app.rtc.datachannel import EventChannel
 from app.rtc.peer import RtcPeer
 from app.session.audio_out import AudioOut
 from app.session.messages import SessionMessage
@@ -40,6 +42,8 @@ from app.session.pool import Slot, SlotPool
 from app.session.refusals import OptionError
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
+from app.sip.leg import SipLeg
+from app.sip.sdp import AudioOffer
 from app.tasks import cancel_task, spawn
 from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
@@ -125,6 +129,14 @@ class CallManager:
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
+        vad = settings.vad
+        self._phone_settings = settings.model_copy(
+            update={
+                "vad": vad.model_copy(
+                    update={"echo_guard": vad.echo_guard or vad.echo_guard_phones}
+                )
+            }
+        )
 
     @property
     def ready(self) -> bool:
@@ -192,6 +204,7 @@ class CallManager:
                 peer.outbound,
                 dialect.deliver,
                 output_level=peer.outbound.output_level_db,
+                phone=peer.outbound.rate == G711_RATE,  # a G.711 leg is a phone line
             )
             dialect.attach(session)
             _configure(session, changes)
@@ -237,13 +250,41 @@ class CallManager:
         dialect = TwilioDialect(transport)
         try:
             playout = MarkedPlayout(session_id, TWILIO_RATE, dialect.send_media, dialect.send_mark)
-            session = self._session(session_id, responder, playout, dialect.deliver)
+            session = self._session(session_id, responder, playout, dialect.deliver, phone=True)
         except BaseException:
             self.pool.release(slot)
             raise
         dialect.attach(session, playout)
         transport.start(dialect.receive)
         await self._run(Call(slot, transport, dialect, session))
+
+    async def open_sip(self, offer: AudioOffer, host: str) -> SipLeg:
+        """A SIP call answered on a fresh slot: RTP on `host`, the leg's port for the answer.
+
+        It has no event channel of its own; a sideband controller hears its events.
+        """
+        responder = self._responder_or_refuse()
+        session_id = self._new_session_id()
+        slot = self.pool.claim(session_id, "sip")
+        leg = SipLeg(session_id, offer)
+        try:
+            dialect = RealtimeDialect(EventChannel(session_id), model=self.model, webrtc=True)
+            session = self._session(
+                session_id,
+                responder,
+                leg.outbound,
+                dialect.deliver,
+                output_level=leg.outbound.output_level_db,
+                phone=True,
+            )
+            dialect.attach(session)
+            await leg.open(host, session.push_audio, session.press)
+        except BaseException:
+            await leg.close()
+            self.pool.release(slot)
+            raise
+        self._start(Call(slot, leg, dialect, session))
+        return leg
 
     def _session(
         self,
@@ -252,10 +293,13 @@ class CallManager:
         audio: AudioOut,
         deliver: Callable[[SessionMessage], None],
         output_level: OutputLevel | None = None,
+        *,
+        phone: bool = False,
     ) -> Session:
+        """`phone`: a call from a phone line, where echo cancellation cannot be assumed."""
         return Session(
             session_id,
-            self.settings,
+            self._phone_settings if phone else self.settings,
             responder,
             audio,
             deliver,

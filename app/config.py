@@ -6,11 +6,19 @@ Every field here is also a CLI flag (see `app.cli`).
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def split_csv(value: Any) -> Any:
+    """A list setting given as text (a flag, an environment value): comma separated."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
 
 
 class ServerSettings(BaseModel):
@@ -79,9 +87,7 @@ class ServerSettings(BaseModel):
     @field_validator("ice_servers", "allowed_origins", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
-        return value
+        return split_csv(value)
 
 
 class PoolSettings(BaseModel):
@@ -155,6 +161,11 @@ class VadSettings(BaseModel):
         "gateways): while the agent speaks, only speech within echo_margin_db of the "
         "agent's own output level counts towards a barge-in, and an utterance that never "
         "reaches it is dropped as the agent's echo.",
+    )
+    echo_guard_phones: bool = Field(
+        True,
+        description="echo_guard for phone calls (SIP, media streams, and WebRTC legs "
+        "in G.711), whatever echo_guard says: no echo cancellation can be assumed there.",
     )
     echo_margin_db: float = Field(
         -10.0,
@@ -299,6 +310,40 @@ class TtsSettings(BaseModel):
     )
 
 
+class SipSettings(BaseModel):
+    """The SIP endpoint: a PBX or trunk routes calls to it; plain RTP with G.711."""
+
+    port: int = Field(
+        0, ge=0, le=65535, description="UDP port for SIP (5060 is the usual). 0: no SIP."
+    )
+    host: str = Field("", description="Address SIP and RTP listen on. Empty: the server's host.")
+    public_address: str = Field(
+        "",
+        description="The address callers reach us at, put in SDP and Contact (behind NAT). "
+        "Empty: the local address the caller's packets arrived on.",
+    )
+    allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Source networks that may call (comma separated CIDRs, e.g. "
+        "10.0.0.0/8,203.0.113.7/32); others get 403. Empty: any.",
+    )
+    username: str = Field("", description="Digest authentication: callers must send this user.")
+    password: str = Field("", description="Digest authentication password. Empty: none asked.")
+    realm: str = Field("voice-agent", description="Digest authentication realm.")
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        return split_csv(value)
+
+    @field_validator("allow")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            ipaddress.ip_network(network, strict=False)  # ValueError names a bad one
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="VOICE_",
@@ -317,6 +362,7 @@ class Settings(BaseSettings):
     stt: SttSettings = Field(default_factory=SttSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     tts: TtsSettings = Field(default_factory=TtsSettings)
+    sip: SipSettings = Field(default_factory=SipSettings)
 
 
 @lru_cache(maxsize=1)

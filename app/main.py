@@ -23,6 +23,7 @@ from app.api import (
 from app.api.auth import ClientSecrets
 from app.calls import CallManager
 from app.config import Settings, get_settings
+from app.sip.server import SipServer
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -35,13 +36,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Load in the background so /healthz can report "loading" meanwhile.
         loading = asyncio.create_task(calls.load(), name="engines:load")
+        sip = SipServer(settings.sip, calls, settings.server.host) if settings.sip.port else None
+        if sip is not None:
+            await sip.start()  # answers 503 until the engines are loaded
         try:
             yield
         finally:
             loading.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await loading
-            await calls.shutdown()
+            await calls.shutdown()  # hangs up SIP calls too: their BYEs go out here
+            if sip is not None:
+                await sip.aclose()
 
     app = FastAPI(title="voice-agent", lifespan=lifespan)
     app.state.calls = calls

@@ -72,6 +72,7 @@ def test_every_setting_is_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
 OTHER_VALUES: dict[str, object] = {
     "agent": "echo",
     "server.ice_servers": "stun:stun.example:3478",
+    "sip.allow": "10.0.0.0/8",
     "server.log_level": "debug",
     "vad.frame_ms": 10,
     "vad.aggressiveness": 3,

@@ -182,6 +182,21 @@ class PacedAudioTrack(MediaStreamTrack):
             if self.readyState != "live":
                 raise MediaStreamError
             self._clock.skip_idle()
+        pcm, pts = await self._next()
+        if self._opus is not None:
+            return self._opus.packet(pcm, pts)
+        return self._frame(pcm or bytes(self._frame_bytes), pts)
+
+    async def recv_pcm(self) -> bytes:
+        """The next 20 ms as s16 PCM, when it is due: for senders that are not aiortc's
+        (plain RTP to a SIP phone)."""
+        if self.readyState != "live":
+            raise MediaStreamError
+        pcm, _ = await self._next()
+        return pcm or bytes(self._frame_bytes)
+
+    async def _next(self) -> tuple[bytes | None, int]:
+        """(PCM or None for silence, pts) of the next frame, once it is due."""
         pts, delay = self._clock.next()
         if delay:
             await asyncio.sleep(delay)
@@ -198,9 +213,7 @@ class PacedAudioTrack(MediaStreamTrack):
         pcm = chunk.ljust(self._frame_bytes, b"\0") if sent else None
         if pcm is not None:
             self._levels.append((time.monotonic(), pcm_db(pcm)))
-        if self._opus is not None:
-            return self._opus.packet(pcm, pts)
-        return self._frame(pcm or bytes(self._frame_bytes), pts)
+        return pcm, pts
 
     def _fire_marks(self, up_to: int) -> None:
         while self._marks and self._marks[0][0] < up_to:

@@ -1,0 +1,63 @@
+"""One SIP call's media and lifetime, as calls.py sees a transport: RTP in and out, the
+paced voice track, connected on the caller's ACK, ended on BYE/CANCEL or by us."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from app.rtc.outbound import PacedAudioTrack
+from app.sip.rtp import RtpStream
+from app.sip.sdp import AudioOffer
+from app.tasks import CloseOnce, cancel_task, spawn
+
+
+class SipLeg:
+    watches_media = True  # a phone sends RTP all the time, silence included
+
+    def __init__(self, session_id: str, offer: AudioOffer) -> None:
+        self.session_id = session_id
+        self.offer = offer
+        self.outbound = PacedAudioTrack(8_000, owner=session_id)
+        self.rtp: RtpStream | None = None
+        self.port = 0
+        self.connected = asyncio.Event()  # the caller's ACK
+        self.ended = asyncio.Event()
+        self.on_close: Callable[[], None] = lambda: None  # the SIP side: BYE, if still up
+        self._sender: asyncio.Task[None] | None = None
+        self._closer = CloseOnce(self._close, f"{session_id}:sip-close")
+
+    async def open(
+        self, host: str, on_pcm: Callable[[bytes], None], on_key: Callable[[str], None]
+    ) -> int:
+        """Bind the RTP socket and start sending; return its port for the answer."""
+        self.rtp = RtpStream(self.session_id, self.offer, on_pcm, on_key)
+        self.port = await self.rtp.open(host)
+        self._sender = spawn(self.rtp.send_from(self.outbound), f"{self.session_id}:rtp-out")
+        return self.port
+
+    async def wait_connected(self, timeout_s: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self.connected.wait()
+        return self.connected.is_set() and not self.ended.is_set()
+
+    def last_input_at(self) -> float | None:
+        return self.rtp.last_input_at if self.rtp is not None else None
+
+    async def flush(self, timeout_s: float) -> None:
+        """Nothing queued beside the audio; the call's end is the BYE."""
+
+    async def close(self) -> None:
+        await self._closer()
+
+    async def _close(self) -> None:
+        try:
+            self.outbound.stop()
+            await cancel_task(self._sender)
+            if self.rtp is not None:
+                self.rtp.close()
+        finally:
+            self.ended.set()
+            self.on_close()

@@ -1,0 +1,204 @@
+"""SIP messages (RFC 3261 section 7): parsed strictly enough to refuse what is malformed
+with a 400 that names the problem, and built for the few responses and requests a UAS
+sends."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_HEADERS = 100
+REQUIRED = ("Via", "From", "To", "Call-ID", "CSeq")
+# Compact forms (RFC 3261 7.3.3) and the canonical spelling of the headers we read.
+COMPACT = {"v": "Via", "f": "From", "t": "To", "i": "Call-ID", "m": "Contact",
+           "l": "Content-Length", "c": "Content-Type", "k": "Supported"}  # fmt: skip
+CANONICAL = {name.lower(): name for name in (*REQUIRED, "Contact", "Content-Length",
+             "Content-Type", "Authorization", "Max-Forwards", "Record-Route", "Route",
+             "Supported", "Allow", "User-Agent")}  # fmt: skip
+REQUEST_LINE = re.compile(r"^([A-Z]+) (\S+) SIP/2\.0$")
+STATUS_LINE = re.compile(r"^SIP/2\.0 (\d{3}) (.*)$")
+TOKEN = re.compile(r"^[A-Za-z0-9.!%*_+`'~-]+$")
+
+
+class SipParseError(ValueError):
+    """Not a well-formed SIP message; `message` holds what could be read, for a 400."""
+
+    def __init__(self, reason: str, message: SipMessage | None = None) -> None:
+        super().__init__(reason)
+        self.message = message
+
+
+@dataclass(slots=True)
+class SipMessage:
+    method: str = ""  # a request's, or "" for a response
+    uri: str = ""
+    status: int = 0  # a response's
+    reason: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    def get(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def all(self, name: str) -> list[str]:
+        return [value for key, value in self.headers if key == name]
+
+    @property
+    def call_id(self) -> str:
+        return self.get("Call-ID") or ""
+
+    @property
+    def cseq(self) -> tuple[int, str]:
+        number, _, method = (self.get("CSeq") or "").partition(" ")
+        return int(number), method.strip()
+
+    @property
+    def branch(self) -> str:
+        """The top Via's branch: it names the transaction."""
+        return param(self.all("Via")[0].split(",")[0], "branch") or ""
+
+    @property
+    def from_tag(self) -> str:
+        return param(self.get("From") or "", "tag") or ""
+
+    @property
+    def to_tag(self) -> str:
+        return param(self.get("To") or "", "tag") or ""
+
+
+def param(header: str, name: str) -> str | None:
+    """A `;name=value` parameter of a header (outside its <uri>)."""
+    tail = header.rsplit(">", 1)[-1]
+    match = re.search(rf";\s*{name}\s*=\s*([^;,\s]+)", tail, re.IGNORECASE)
+    return match.group(1) if match else None
+
+
+def parse(data: bytes) -> SipMessage:
+    """SipParseError names the first problem; its `message` has what was read by then."""
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise SipParseError(f"a message over {MAX_MESSAGE_BYTES} bytes")
+    head, separator, body = data.partition(b"\r\n\r\n")
+    if not separator:
+        head, separator, body = data.partition(b"\n\n")
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SipParseError("the headers are not UTF-8") from exc
+    lines = _unfold(text.splitlines())
+    if not lines:
+        raise SipParseError("an empty message")
+    message = SipMessage()
+    if request := REQUEST_LINE.match(lines[0]):
+        message.method, message.uri = request.group(1), request.group(2)
+    elif status := STATUS_LINE.match(lines[0]):
+        message.status, message.reason = int(status.group(1)), status.group(2)
+    else:
+        raise SipParseError(f"not a SIP request or status line: {lines[0][:60]!r}")
+    if len(lines) > MAX_HEADERS + 1:
+        raise SipParseError(f"more than {MAX_HEADERS} headers", message)
+    bad_line = None  # read on past it: a 400 needs the headers after it too
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        name = name.strip()
+        if not colon or not TOKEN.match(name):
+            bad_line = bad_line or line
+            continue
+        name = COMPACT.get(name, CANONICAL.get(name.lower(), name))
+        message.headers.append((name, value.strip()))
+    if bad_line is not None:
+        raise SipParseError(f"a malformed header line: {bad_line[:60]!r}", message)
+    _check(message, separator, body)
+    return message
+
+
+def _unfold(lines: list[str]) -> list[str]:
+    """Header lines continued on lines that start with whitespace are one line."""
+    unfolded: list[str] = []
+    for line in lines:
+        if line[:1] in (" ", "\t") and unfolded:
+            unfolded[-1] += " " + line.strip()
+        else:
+            unfolded.append(line)
+    return unfolded
+
+
+def _check(message: SipMessage, separator: bytes, body: bytes) -> None:
+    if message.method:
+        missing = [name for name in REQUIRED if message.get(name) is None]
+        if missing:
+            raise SipParseError(f"missing {', '.join(missing)}", message)
+        number, method = (message.get("CSeq") or "").partition(" ")[::2]
+        if not number.strip().isdigit() or method.strip() != message.method:
+            raise SipParseError(f"a CSeq that does not match the request: {message.get('CSeq')!r}",
+                                message)  # fmt: skip
+    length = message.get("Content-Length")
+    if length is not None:
+        if not length.isdigit():
+            raise SipParseError(f"a Content-Length that is not a number: {length!r}", message)
+        if int(length) > len(body):
+            raise SipParseError(f"the body is shorter than Content-Length {length}", message)
+        body = body[: int(length)]
+    elif not separator:
+        body = b""
+    message.body = body
+
+
+def response(
+    request: SipMessage,
+    status: int,
+    reason: str,
+    *,
+    to_tag: str = "",
+    source: tuple[str, int] | None = None,
+    headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    body: bytes = b"",
+    content_type: str = "application/sdp",
+) -> bytes:
+    """A response to `request`: its Vias (the top one stamped with where it came from, RFC
+    3581), From, To (with our tag), Call-ID and CSeq, then `headers` and `body`."""
+    vias = request.all("Via")
+    if source is not None and vias:
+        vias = [_stamp(vias[0], source), *vias[1:]]
+    to = request.get("To") or ""
+    if to_tag and param(to, "tag") is None:
+        to += f";tag={to_tag}"
+    lines = [f"SIP/2.0 {status} {reason}", *(f"Via: {via}" for via in vias),
+             f"From: {request.get('From')}", f"To: {to}", f"Call-ID: {request.call_id}",
+             f"CSeq: {request.get('CSeq')}", "Server: voice-agent",
+             *(f"{name}: {value}" for name, value in headers)]  # fmt: skip
+    return _with_body(lines, body, content_type)
+
+
+def request(method: str, uri: str, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
+    lines = [f"{method} {uri} SIP/2.0", *(f"{name}: {value}" for name, value in headers)]
+    return _with_body(lines, body, "application/sdp")
+
+
+def _with_body(lines: list[str], body: bytes, content_type: str) -> bytes:
+    if body:
+        lines.append(f"Content-Type: {content_type}")
+    lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _stamp(via: str, source: tuple[str, int]) -> str:
+    """received= and rport= on the top Via, so the response finds a caller behind NAT."""
+    host, port = source
+    top, comma, rest = via.partition(",")
+    top = re.sub(r";\s*rport(?=;|$)", f";rport={port}", top.strip())
+    if ";received=" not in top:
+        top += f";received={host}"
+    return top + comma + rest
+
+
+def new_tag() -> str:
+    return secrets.token_hex(8)
+
+
+def new_branch() -> str:
+    return "z9hG4bK" + secrets.token_hex(10)  # RFC 3261's magic cookie, then unique

@@ -1,0 +1,171 @@
+"""Plain RTP for a SIP call (RFC 3550): G.711 both ways in 20 ms packets, and RFC 4733
+keypad events in. No SRTP and no jitter buffer: a phone or PBX on the same network
+delivers in order, and the VAD copes with a lost 20 ms.
+
+Symmetric RTP: we send to where the caller's packets come from once they come (a caller
+behind NAT cannot know its outside address), and to its SDP address until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+from aiortc.mediastreams import MediaStreamError
+
+from app.audio import g711
+from app.audio.resample import Resampler
+from app.rtc.outbound import PacedAudioTrack
+from app.sip.sdp import AudioOffer
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct("!BBHII")
+VERSION = 2
+INBOUND_RATE = 16_000
+FRAME_SAMPLES = 160  # 20 ms at 8 kHz
+# RFC 4733 events 0-15: the keypad.
+KEYS = "0123456789*#ABCD"
+
+
+@dataclass(frozen=True, slots=True)
+class RtpPacket:
+    payload_type: int
+    sequence: int
+    timestamp: int
+    ssrc: int
+    payload: bytes
+    marker: bool = False
+
+
+def parse(data: bytes) -> RtpPacket | None:
+    """None for anything that is not an RTP packet (RTCP, STUN, noise)."""
+    if len(data) < HEADER.size:
+        return None
+    first, second, sequence, timestamp, ssrc = HEADER.unpack_from(data)
+    if first >> 6 != VERSION or 72 <= second & 0x7F <= 76:  # 72-76 would be RTCP
+        return None
+    offset = HEADER.size + 4 * (first & 0x0F)
+    if first & 0x10:  # a header extension: skip it
+        if len(data) < offset + 4:
+            return None
+        offset += 4 + 4 * struct.unpack_from("!H", data, offset + 2)[0]
+    end = len(data)
+    if first & 0x20 and end > offset:  # padding: its length is the last byte
+        end -= data[-1]
+    if end < offset:
+        return None
+    return RtpPacket(
+        second & 0x7F, sequence, timestamp, ssrc, data[offset:end], bool(second & 0x80)
+    )
+
+
+def build(packet: RtpPacket) -> bytes:
+    second = packet.payload_type | (0x80 if packet.marker else 0)
+    header = HEADER.pack(VERSION << 6, second, packet.sequence, packet.timestamp, packet.ssrc)
+    return header + packet.payload
+
+
+class KeyEvents:
+    """RFC 4733: one key press is several packets with the same timestamp (the end one
+    repeated); it is reported once, on its first packet."""
+
+    def __init__(self) -> None:
+        self._last: tuple[int, int] | None = None  # (timestamp, event) last reported
+
+    def key(self, packet: RtpPacket) -> str | None:
+        if len(packet.payload) < 4 or packet.payload[0] >= len(KEYS):
+            return None
+        press = (packet.timestamp, packet.payload[0])
+        if press == self._last:
+            return None
+        self._last = press
+        return KEYS[packet.payload[0]]
+
+
+class RtpStream(asyncio.DatagramProtocol):
+    """One call's media socket. `on_pcm` gets the caller's audio as 16 kHz PCM,
+    `on_key` each keypad press."""
+
+    def __init__(
+        self,
+        session_id: str,
+        offer: AudioOffer,
+        on_pcm: Callable[[bytes], None],
+        on_key: Callable[[str], None],
+    ) -> None:
+        self.session_id = session_id
+        self.offer = offer
+        self._on_pcm = on_pcm
+        self.on_key = on_key  # RFC 4733 here; SIP INFO presses come this way too
+        self._remote: tuple[str, int] = (offer.address, offer.port)
+        self._latched = False
+        self._resampler = Resampler(INBOUND_RATE)
+        self._keys = KeyEvents()
+        self._transport: asyncio.DatagramTransport | None = None
+        self._ssrc = secrets.randbits(32)
+        self._sequence = secrets.randbits(16)
+        self._timestamp = secrets.randbits(32)
+        self.last_input_at: float | None = None
+        self.packets_in = self.packets_out = 0
+
+    async def open(self, host: str) -> int:
+        """Bind on `host`, an even port as RTP prefers; return the port."""
+        loop = asyncio.get_running_loop()
+        for _ in range(8):
+            transport, _ = await loop.create_datagram_endpoint(lambda: self, local_addr=(host, 0))
+            port = int(transport.get_extra_info("sockname")[1])
+            if port % 2 == 0:
+                return port
+            transport.close()
+        return port  # an odd port works too; only RTCP's convention is lost
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's UDP transport is not a subclass of asyncio's; it has the same methods.
+        self._transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self._latched and addr[:2] != self._remote:
+            return  # someone else's packets: the call's source is known
+        packet = parse(data)
+        if packet is None:
+            return
+        if not self._latched:
+            self._remote, self._latched = (addr[0], addr[1]), True
+        self.packets_in += 1
+        self.last_input_at = time.monotonic()
+        if packet.payload_type == self.offer.payload_type:
+            pcm8k = np.frombuffer(g711.decode(packet.payload, self.offer.law), np.int16)
+            self._on_pcm(self._resampler.pcm(pcm8k, g711.RATE))
+        elif packet.payload_type == self.offer.dtmf_payload_type:
+            key = self._keys.key(packet)
+            if key is not None:
+                self.on_key(key)
+
+    async def send_from(self, track: PacedAudioTrack) -> None:
+        """Send the track's audio, paced by it, until it stops or the socket closes."""
+        first = True
+        while self._transport is not None and not self._transport.is_closing():
+            try:
+                pcm = await track.recv_pcm()
+            except MediaStreamError:
+                return
+            payload = g711.encode(pcm, self.offer.law)
+            packet = RtpPacket(self.offer.payload_type, self._sequence, self._timestamp,
+                               self._ssrc, payload, marker=first)  # fmt: skip
+            self._transport.sendto(build(packet), self._remote)
+            self.packets_out += 1
+            first = False
+            self._sequence = (self._sequence + 1) & 0xFFFF
+            self._timestamp = (self._timestamp + len(payload)) & 0xFFFFFFFF
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()

@@ -1,0 +1,398 @@
+"""A SIP user agent server over UDP (RFC 3261): answers calls from a PBX, a trunk or a
+phone, and hangs them up. Each call claims a slot through `Calls.open_sip`.
+
+INVITE (with an SDP offer) → 100 Trying, then 200 OK with our answer, repeated until the
+ACK (timer G); or 486 Busy Here (full pool), 488 (no common codec), 503 (not ready),
+401 (digest challenge), 403 (source not allowed). CANCEL before the answer → 487. BYE
+either way. OPTIONS (a PBX's keepalive) → 200. INFO with application/dtmf-relay is a
+keypad press too. A malformed message → 400 naming the problem, when it says enough
+to be answered; the server goes on.
+
+Replies go back to where the request came from (RFC 3581, as a caller behind NAT
+needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Protocol, cast
+
+from app.config import SipSettings
+from app.errors import NotReady, SessionLimitReached
+from app.sip import message as sip
+from app.sip.auth import DigestAuth, SourceFilter
+from app.sip.leg import SipLeg
+from app.sip.message import SipMessage, SipParseError
+from app.sip.sdp import AudioOffer, BadSdp, NotAcceptable, answer, read_offer
+from app.tasks import spawn
+
+log = logging.getLogger(__name__)
+
+T1_S, T2_S = 0.5, 4.0  # RFC 3261's retransmission timers
+TIMEOUT_S = 64 * T1_S  # timer B/F/H: a transaction gives up
+ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
+MAX_REMEMBERED = 1024  # final responses kept for retransmitted requests
+DTMF_RELAY = re.compile(r"^Signal\s*=\s*(\S)", re.MULTILINE | re.IGNORECASE)
+
+
+class Calls(Protocol):
+    async def open_sip(self, offer: AudioOffer, host: str) -> SipLeg: ...
+
+    async def hang_up(self, session_id: str) -> bool: ...
+
+
+@dataclass(slots=True)
+class Dialog:
+    invite: SipMessage
+    source: tuple[str, int]
+    local_tag: str = field(default_factory=sip.new_tag)
+    leg: SipLeg | None = None
+    final: bytes | None = None  # our final response to the INVITE, resent on retransmission
+    cancelled: bool = False
+    confirmed: bool = False  # the ACK came
+    ended: bool = False  # BYE sent or received
+    cseq: int = 1
+
+
+class SipServer(asyncio.DatagramProtocol):
+    def __init__(self, settings: SipSettings, calls: Calls, default_host: str) -> None:
+        self.settings = settings
+        self._calls = calls
+        self._host = settings.host or default_host
+        self._filter = SourceFilter(settings.allow)
+        self._auth = (
+            DigestAuth(settings.username, settings.password, settings.realm)
+            if settings.password
+            else None
+        )
+        self._dialogs: dict[str, Dialog] = {}  # by Call-ID
+        self._answered: OrderedDict[tuple[str, str], bytes] = OrderedDict()  # (Call-ID, branch)
+        self._pending: dict[str, asyncio.Event] = {}  # our requests' branches, until answered
+        self._transport: asyncio.DatagramTransport | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.create_datagram_endpoint(
+            lambda: self, local_addr=(self._host, self.settings.port)
+        )
+        log.info("SIP on udp/%s:%d", self._host, self.port)
+
+    async def aclose(self, timeout_s: float = 2.0) -> None:
+        """Give the BYEs of calls just ended a chance to be answered, then stop."""
+        deadline = time.monotonic() + timeout_s
+        while self._pending and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        if self._transport is not None:
+            self._transport.close()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's UDP transport is not a subclass of asyncio's; it has the same methods.
+        self._transport = cast(asyncio.DatagramTransport, transport)
+        self.port = int(self._transport.get_extra_info("sockname")[1])
+
+    # --- in -----------------------------------------------------------------------------
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        source = (addr[0], addr[1])
+        if not data.strip():
+            return  # a keepalive (RFC 5626 CRLF)
+        try:
+            message = sip.parse(data)
+        except SipParseError as exc:
+            self._malformed(exc, source)
+            return
+        if not message.method:
+            self._response_received(message)
+        elif not self._filter.allows(source[0]):
+            log.warning("SIP %s from %s refused: not in sip.allow", message.method, source[0])
+            self._reply(message, source, 403, "Forbidden")
+        else:
+            self._request_received(message, source)
+
+    def _malformed(self, exc: SipParseError, source: tuple[str, int]) -> None:
+        log.warning("malformed SIP from %s:%d: %s", *source, exc)
+        request = exc.message
+        # A 400 needs the request's Via and dialog headers; without them nothing can answer.
+        answerable = request is not None and request.method not in ("", "ACK")
+        if request is None or not answerable:
+            return
+        if all(request.get(name) for name in ("Via", "From", "To", "Call-ID")):
+            reason = re.sub(r"[\r\n]", " ", str(exc))[:100]
+            request.headers = [(k, v) for k, v in request.headers if k != "CSeq"] + [
+                ("CSeq", f"{_cseq_number(request)} {request.method}")
+            ]
+            self._reply(request, source, 400, f"Bad Request ({reason})")
+
+    def _request_received(self, request: SipMessage, source: tuple[str, int]) -> None:
+        match request.method:
+            case "INVITE" if not request.to_tag:
+                self._invite(request, source)
+            case "INVITE":  # a re-INVITE: the same media, refreshed
+                self._reinvite(request, source)
+            case "ACK":
+                self._ack(request)
+            case "CANCEL":
+                self._cancel(request, source)
+            case "BYE":
+                self._bye(request, source)
+            case "OPTIONS":
+                self._reply(request, source, 200, "OK",
+                            headers=[("Allow", ALLOW), ("Accept", "application/sdp")])  # fmt: skip
+            case "INFO":
+                self._info(request, source)
+            case _:
+                self._reply(request, source, 405, "Method Not Allowed", headers=[("Allow", ALLOW)])
+
+    def _invite(self, request: SipMessage, source: tuple[str, int]) -> None:
+        key = (request.call_id, request.branch)
+        if key in self._answered:  # a retransmission: the caller missed our answer
+            self._send(self._answered[key], source)
+            return
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is not None:
+            if dialog.invite.branch == request.branch and dialog.final is None:
+                self._reply(request, source, 100, "Trying")
+            else:
+                self._reply(request, source, 482, "Loop Detected")
+            return
+        if self._auth is not None and not self._authorized(request, source):
+            return
+        if len(self._dialogs) >= MAX_DIALOGS:
+            self._final(request, source, 503, "Service Unavailable", [("Retry-After", "5")])
+            return
+        dialog = self._dialogs[request.call_id] = Dialog(request, source)
+        self._reply(request, source, 100, "Trying")
+        spawn(self._answer(dialog), f"sip:{request.call_id[:24]}:invite")
+
+    def _authorized(self, request: SipMessage, source: tuple[str, int]) -> bool:
+        assert self._auth is not None
+        verdict = self._auth.check(request.method, request.get("Authorization"))
+        if verdict == "ok":
+            return True
+        if request.get("Authorization") is not None and verdict == "bad":
+            log.warning("SIP digest authentication failed for a call from %s", source[0])
+        challenge = self._auth.challenge(stale=verdict == "stale")
+        self._final(request, source, 401, "Unauthorized", [("WWW-Authenticate", challenge)])
+        return False
+
+    async def _answer(self, dialog: Dialog) -> None:
+        request, source = dialog.invite, dialog.source
+        try:
+            if (request.get("Content-Type") or "").split(";")[0].strip() != "application/sdp":
+                raise NotAcceptable("an INVITE without an SDP offer (we answer offers only)")
+            offer = read_offer(request.body.decode("utf-8", errors="replace"))
+            leg = await self._calls.open_sip(offer, self._host)
+        except NotAcceptable as exc:
+            self._refuse(dialog, 488, "Not Acceptable Here", [("Warning", _warning(exc))])
+            return
+        except BadSdp as exc:
+            self._refuse(dialog, 400, "Bad Request", [("Warning", _warning(exc))])
+            return
+        except SessionLimitReached as exc:
+            self._refuse(dialog, 486, "Busy Here", [("Retry-After", str(exc.retry_after_s))])
+            return
+        except NotReady as exc:
+            self._refuse(dialog, 503, "Service Unavailable",
+                         [("Retry-After", "5"), ("Warning", _warning(exc))])  # fmt: skip
+            return
+        except Exception as exc:
+            log.exception("SIP call %s could not be set up", request.call_id)
+            self._refuse(dialog, 500, "Server Internal Error", [("Warning", _warning(exc))])
+            return
+        dialog.leg = leg
+        leg.on_close = lambda: self._leg_closed(dialog)
+        if dialog.cancelled:
+            self._refuse(dialog, 487, "Request Terminated")
+            await self._calls.hang_up(leg.session_id)
+            return
+        address = self.settings.public_address or _local_address(source[0], self._host)
+        contact = f"<sip:agent@{_host_port(address, self.port)}>"
+        body = answer(offer, address, leg.port).encode()
+        dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
+                                    headers=[("Contact", contact), ("Allow", ALLOW),
+                                             ("Supported", "")], body=body)  # fmt: skip
+        log.info("SIP call %s answered (%s, RTP port %d)", request.call_id,
+                 offer.law, leg.port, extra={"session_id": leg.session_id})  # fmt: skip
+        await self._until_acked(dialog)
+
+    async def _until_acked(self, dialog: Dialog) -> None:
+        """Timer G: the 200 again, at T1 doubling to T2, until the ACK; timer H gives up."""
+        assert dialog.final is not None
+        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
+        while not (dialog.confirmed or dialog.ended) and time.monotonic() < deadline:
+            self._send(dialog.final, dialog.source)
+            await asyncio.sleep(interval)
+            interval = min(interval * 2, T2_S)
+        if not dialog.confirmed and dialog.leg is not None and not dialog.ended:
+            log.warning("SIP call %s: no ACK; hanging up", dialog.invite.call_id)
+            await self._calls.hang_up(dialog.leg.session_id)
+
+    def _refuse(self, dialog: Dialog, status: int, reason: str,
+                headers: list[tuple[str, str]] = ()) -> None:  # type: ignore[assignment]  # fmt: skip
+        self._dialogs.pop(dialog.invite.call_id, None)
+        self._final(dialog.invite, dialog.source, status, reason, headers, dialog.local_tag)
+
+    def _final(
+        self,
+        request: SipMessage,
+        source: tuple[str, int],
+        status: int,
+        reason: str,
+        headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        to_tag: str = "",
+    ) -> None:
+        """A final refusal of an INVITE, remembered for its retransmissions until the ACK."""
+        data = sip.response(request, status, reason, to_tag=to_tag or sip.new_tag(),
+                            source=source, headers=list(headers))  # fmt: skip
+        self._answered[(request.call_id, request.branch)] = data
+        while len(self._answered) > MAX_REMEMBERED:
+            self._answered.popitem(last=False)
+        asyncio.get_running_loop().call_later(TIMEOUT_S, self._forget, request)
+        self._send(data, source)
+
+    def _forget(self, request: SipMessage) -> None:
+        self._answered.pop((request.call_id, request.branch), None)
+
+    def _reinvite(self, request: SipMessage, source: tuple[str, int]) -> None:
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is None or dialog.final is None or dialog.leg is None:
+            self._reply(request, source, 481, "Call/Transaction Does Not Exist")
+            return
+        # Same media as before: a session refresh or a hold we do not act on.
+        offered = dialog.final.partition(b"\r\n\r\n")[2]
+        self._send(sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
+                                body=offered), source)  # fmt: skip
+
+    def _ack(self, request: SipMessage) -> None:
+        self._answered.pop((request.call_id, request.branch), None)  # an ACK to a refusal
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is not None and request.to_tag == dialog.local_tag and dialog.leg is not None:
+            dialog.confirmed = True
+            dialog.leg.connected.set()
+
+    def _cancel(self, request: SipMessage, source: tuple[str, int]) -> None:
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is None or dialog.invite.branch != request.branch:
+            self._reply(request, source, 481, "Call/Transaction Does Not Exist")
+            return
+        self._reply(request, source, 200, "OK")
+        if dialog.final is None:  # not answered yet: the INVITE ends with 487
+            dialog.cancelled = True
+
+    def _bye(self, request: SipMessage, source: tuple[str, int]) -> None:
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is None or request.to_tag != dialog.local_tag or dialog.leg is None:
+            self._reply(request, source, 481, "Call/Transaction Does Not Exist")
+            return
+        dialog.ended = True
+        self._reply(request, source, 200, "OK")
+        log.info("SIP call %s: the caller hung up", request.call_id,
+                 extra={"session_id": dialog.leg.session_id})  # fmt: skip
+        spawn(self._calls.hang_up(dialog.leg.session_id), f"sip:{request.call_id[:24]}:bye")
+
+    def _info(self, request: SipMessage, source: tuple[str, int]) -> None:
+        dialog = self._dialogs.get(request.call_id)
+        if dialog is None or dialog.leg is None or request.to_tag != dialog.local_tag:
+            self._reply(request, source, 481, "Call/Transaction Does Not Exist")
+            return
+        kind = (request.get("Content-Type") or "").split(";")[0].strip().lower()
+        signal = DTMF_RELAY.search(request.body.decode("utf-8", errors="replace"))
+        if kind == "application/dtmf-relay" and signal and dialog.leg.rtp is not None:
+            dialog.leg.rtp.on_key(signal.group(1).upper())
+        self._reply(request, source, 200, "OK")
+
+    def _response_received(self, response: SipMessage) -> None:
+        done = self._pending.get(response.branch)
+        if done is not None and response.status >= 200:
+            done.set()
+
+    # --- out ----------------------------------------------------------------------------
+
+    def _leg_closed(self, dialog: Dialog) -> None:
+        """The call is over on our side: if the caller did not end it, send BYE."""
+        self._dialogs.pop(dialog.invite.call_id, None)
+        if dialog.ended or dialog.cancelled or dialog.final is None:
+            return
+        dialog.ended = True
+        spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
+
+    async def _send_bye(self, dialog: Dialog) -> None:
+        """Timer E: BYE again at T1 doubling to T2 until any final response, or timer F."""
+        invite, branch = dialog.invite, sip.new_branch()
+        contact = re.search(r"<([^>]+)>", invite.get("Contact") or "")
+        target = contact.group(1) if contact else invite.uri
+        address = self.settings.public_address or _local_address(dialog.source[0], self._host)
+        headers = [
+            ("Via", f"SIP/2.0/UDP {_host_port(address, self.port)};branch={branch};rport"),
+            ("Max-Forwards", "70"),
+            ("From", f"{invite.get('To')};tag={dialog.local_tag}"),
+            ("To", invite.get("From") or ""),
+            ("Call-ID", invite.call_id),
+            ("CSeq", f"{dialog.cseq} BYE"),
+            *(("Route", route) for route in invite.all("Record-Route")),
+        ]
+        data = sip.request("BYE", target, headers)
+        done = self._pending[branch] = asyncio.Event()
+        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
+        try:
+            while not done.is_set() and time.monotonic() < deadline:
+                self._send(data, dialog.source)
+                try:
+                    async with asyncio.timeout(interval):
+                        await done.wait()
+                except TimeoutError:
+                    interval = min(interval * 2, T2_S)
+        finally:
+            self._pending.pop(branch, None)
+        if not done.is_set():
+            log.warning("SIP call %s: our BYE was never answered", invite.call_id)
+
+    def _reply(
+        self,
+        request: SipMessage,
+        source: tuple[str, int],
+        status: int,
+        reason: str,
+        headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    ) -> None:
+        dialog = self._dialogs.get(request.call_id)
+        to_tag = dialog.local_tag if dialog is not None and status > 100 else ""
+        self._send(sip.response(request, status, reason, to_tag=to_tag, source=source,
+                                headers=list(headers)), source)  # fmt: skip
+
+    def _send(self, data: bytes, destination: tuple[str, int]) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.sendto(data, destination)
+
+
+def _cseq_number(request: SipMessage) -> int:
+    number = (request.get("CSeq") or "").split(" ")[0]
+    return int(number) if number.isdigit() else 0
+
+
+def _warning(exc: Exception) -> str:
+    text = re.sub(r'["\r\n]', "'", str(exc))[:120]
+    return f'399 voice-agent "{text}"'
+
+
+def _host_port(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def _local_address(remote: str, bound: str) -> str:
+    """The address of ours that `remote` reaches: where we are bound, or the interface
+    the route to it leaves by."""
+    if bound not in ("", "0.0.0.0", "::"):
+        return bound
+    family = socket.AF_INET6 if ":" in remote else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect((remote, 9))  # no packet is sent: this only picks the route
+        return str(probe.getsockname()[0])

@@ -1,0 +1,165 @@
+"""SIP's pieces on their own: messages, SDP offers and answers, RTP and RFC 4733 keys,
+digest authentication. The INVITE is the one baresip sends (Debian 12's 1.0.0)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from app.sip import message as sip
+from app.sip.auth import DigestAuth, SourceFilter
+from app.sip.rtp import KeyEvents, RtpPacket, build, parse
+from app.sip.sdp import BadSdp, NotAcceptable, answer, read_offer
+
+OFFER = (
+    "v=0\r\no=- 1655487522 619540855 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\n"
+    "t=0 0\r\na=tool:baresip 1.0.0\r\nm=audio 30156 RTP/AVP 0 8 101\r\n"
+    "a=rtpmap:0 PCMU/8000\r\na=rtpmap:8 PCMA/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
+    "a=fmtp:101 0-15\r\na=sendrecv\r\na=ptime:20\r\n"
+)
+INVITE = (
+    "INVITE sip:agent@127.0.0.1:5070 SIP/2.0\r\n"
+    "Via: SIP/2.0/UDP 127.0.0.1:5080;branch=z9hG4bK3e60aa1416978bdd;rport\r\n"
+    "Contact: <sip:alice-0x55c9701b93a0@127.0.0.1:5080>\r\nMax-Forwards: 70\r\n"
+    "To: <sip:agent@127.0.0.1:5070>\r\nFrom: <sip:alice@127.0.0.1:5080>;tag=d5e39cb790f40eeb\r\n"
+    "Call-ID: 8cbd0faa0b4195dd\r\nCSeq: 28483 INVITE\r\nContent-Type: application/sdp\r\n"
+    f"Content-Length: {len(OFFER)}\r\n\r\n{OFFER}"
+).encode()
+
+
+def test_an_invite_is_read_and_answered_with_its_dialog_headers() -> None:
+    invite = sip.parse(INVITE)
+    assert (invite.method, invite.uri, invite.call_id) == (
+        "INVITE", "sip:agent@127.0.0.1:5070", "8cbd0faa0b4195dd",
+    )  # fmt: skip
+    assert invite.cseq == (28483, "INVITE") and invite.branch == "z9hG4bK3e60aa1416978bdd"
+    assert invite.from_tag == "d5e39cb790f40eeb" and invite.to_tag == ""
+    assert invite.body.decode() == OFFER
+    reply = sip.parse(sip.response(invite, 180, "Ringing", to_tag="abc", source=("10.0.0.9", 5099)))
+    assert (reply.status, reply.reason, reply.to_tag) == (180, "Ringing", "abc")
+    assert reply.get("Via") == (
+        "SIP/2.0/UDP 127.0.0.1:5080;branch=z9hG4bK3e60aa1416978bdd;rport=5099;received=10.0.0.9"
+    )
+    assert reply.get("CSeq") == "28483 INVITE" and reply.get("Content-Length") == "0"
+
+
+def test_compact_headers_and_folded_lines_are_read() -> None:
+    text = INVITE.decode().replace("Call-ID:", "i:").replace("Via:", "v:")
+    text = text.replace("Max-Forwards: 70", "Max-Forwards:\r\n 70")
+    message = sip.parse(text.encode())
+    assert message.call_id == "8cbd0faa0b4195dd" and message.get("Max-Forwards") == "70"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem", "answerable"),
+    [
+        (b"HELLO\r\n\r\n", "not a SIP request or status line", False),
+        (b"\xff\xfe", "not UTF-8", False),
+        (INVITE.replace(b"CSeq: 28483 INVITE", b"CSeq: abc INVITE"), "CSeq", True),
+        (INVITE.replace(b"CSeq: 28483 INVITE", b"CSeq: 1 BYE"), "CSeq", True),
+        (INVITE.replace(b"Call-ID: 8cbd0faa0b4195dd\r\n", b""), "missing Call-ID", False),
+        (INVITE.replace(b"Max-Forwards: 70", b"Max Forwards 70"), "malformed header", True),
+        (INVITE.replace(b"Content-Length: ", b"Content-Length: 9"), "shorter than", True),
+        (INVITE + b"x" * 70_000, "over", False),
+    ],
+    ids=["garbage", "binary", "cseq-nan", "cseq-method", "no-call-id", "header", "length", "big"],
+)
+def test_malformed_messages_are_refused_by_name(
+    data: bytes, problem: str, answerable: bool
+) -> None:
+    with pytest.raises(sip.SipParseError, match=problem) as refused:
+        sip.parse(data)
+    partial = refused.value.message
+    can_answer = partial is not None and all(
+        partial.get(name) for name in ("Via", "From", "To", "Call-ID")
+    )
+    assert can_answer == answerable
+
+
+def test_the_offer_gives_the_callers_first_g711_codec_and_its_keypad_events() -> None:
+    offer = read_offer(OFFER)
+    assert (offer.address, offer.port, offer.payload_type, offer.law) == (
+        "127.0.0.1", 30156, 0, "ulaw",
+    )  # fmt: skip
+    assert offer.dtmf_payload_type == 101
+    alaw_first = read_offer(OFFER.replace("RTP/AVP 0 8 101", "RTP/AVP 9 8 0 101"))
+    assert (alaw_first.payload_type, alaw_first.law) == (8, "alaw"), "G.722 is skipped"
+    text = answer(offer, "192.0.2.10", 40000)
+    assert "c=IN IP4 192.0.2.10" in text and "m=audio 40000 RTP/AVP 0 101" in text
+    assert "a=rtpmap:101 telephone-event/8000" in text and text.endswith("\r\n")
+    assert read_offer(text).port == 40000, "our answer reads as SDP too"
+
+
+@pytest.mark.parametrize(
+    ("sdp", "error", "problem"),
+    [
+        (OFFER.replace("RTP/AVP 0 8 101", "RTP/AVP 9 101"), NotAcceptable, "no common codec"),
+        (OFFER.replace("RTP/AVP", "RTP/SAVP"), NotAcceptable, "plain RTP/AVP"),
+        (OFFER.replace("m=audio 30156", "m=audio 0"), NotAcceptable, "disabled"),
+        (OFFER.replace("m=audio", "m=video"), NotAcceptable, "no audio"),
+        (OFFER.replace("c=IN IP4 127.0.0.1", "c=IN IP4 nowhere"), BadSdp, "not an IP address"),
+        ("hello", BadSdp, "v=0"),
+        (OFFER.replace("m=audio 30156", "m=audio x"), BadSdp, "number"),
+    ],
+)
+def test_offers_we_cannot_take_say_why(sdp: str, error: type[Exception], problem: str) -> None:
+    with pytest.raises(error, match=problem):
+        read_offer(sdp)
+
+
+def test_rtp_packets_round_trip_and_rtcp_is_not_rtp() -> None:
+    packet = RtpPacket(0, 65535, 4_294_967_200, 0xDEADBEEF, b"\xff" * 160, marker=True)
+    assert parse(build(packet)) == packet
+    assert parse(b"\x80\xc8" + bytes(30)) is None, "an RTCP sender report"
+    assert parse(b"\x00\x00" + bytes(12)) is None, "version 0"
+    assert parse(b"\x80") is None
+
+
+def test_a_key_press_of_several_packets_is_one_key() -> None:
+    keys = KeyEvents()
+
+    def event(timestamp: int, key: int, end: bool = False) -> RtpPacket:
+        payload = bytes([key, 0x80 if end else 0, 0, 160])
+        return RtpPacket(101, 1, timestamp, 1, payload)
+
+    packets = [event(8000, 5), event(8000, 5), event(8000, 5, True), event(8000, 5, True),
+               event(9600, 11), event(9600, 11), event(11200, 5),
+               RtpPacket(101, 1, 1, 1, bytes([16, 0, 0, 0]))]  # fmt: skip
+    pressed = [keys.key(packet) for packet in packets]
+    assert [key for key in pressed if key is not None] == ["5", "#", "5"]
+
+
+def test_digest_authentication_as_a_phone_answers_it() -> None:
+    auth = DigestAuth("alice", "s3cret", "voice-agent")
+    challenge = auth.challenge()
+    nonce = re.search(r'nonce="([^"]+)"', challenge)
+    assert nonce and 'qop="auth"' in challenge and "algorithm=MD5" in challenge
+
+    def md5(text: str) -> str:
+        return hashlib.md5(text.encode()).hexdigest()
+
+    def authorization(password: str, nonce_value: str) -> str:
+        ha1 = md5(f"alice:voice-agent:{password}")
+        ha2 = md5("INVITE:sip:agent@127.0.0.1:5070")
+        response = md5(f"{ha1}:{nonce_value}:00000001:abcd:auth:{ha2}")
+        return (f'Digest username="alice", realm="voice-agent", nonce="{nonce_value}", '
+                f'uri="sip:agent@127.0.0.1:5070", response="{response}", algorithm=MD5, '
+                'cnonce="abcd", qop=auth, nc=00000001')  # fmt: skip
+
+    assert auth.check("INVITE", authorization("s3cret", nonce[1])) == "ok"
+    assert auth.check("INVITE", authorization("wrong", nonce[1])) == "bad"
+    assert auth.check("INVITE", authorization("s3cret", "1.forged")) == "bad"
+    assert auth.check("INVITE", None) == "bad"
+    assert auth.check("INVITE", "Basic YWxpY2U6czNjcmV0") == "bad"
+    stamp = nonce[1].split(".")[0]
+    old = nonce[1].replace(stamp, str(int(stamp) - 3600), 1)
+    assert auth.check("INVITE", authorization("s3cret", old)) == "bad", "re-signing needs the key"
+
+
+def test_the_allowlist_takes_networks_and_refuses_the_rest() -> None:
+    allow = SourceFilter(["10.0.0.0/8", "192.0.2.7"])
+    assert allow.allows("10.20.30.40") and allow.allows("192.0.2.7")
+    assert not allow.allows("192.0.2.8") and not allow.allows("not-an-ip")
+    assert SourceFilter([]).allows("203.0.113.1")
