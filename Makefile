@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # llama-cpp-python has no wheel on PyPI: it compiles (~9 min on 2 cores, once; pip caches the wheel).
 export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF
-DEBIAN_PACKAGES := chromium espeak-ng sox haproxy \
+DEBIAN_PACKAGES := chromium espeak-ng sox haproxy baresip-core \
 	python3-gst-1.0 gir1.2-gst-plugins-bad-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
 	gstreamer1.0-plugins-bad gstreamer1.0-nice
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.engines.llama import bundled_gguf_path
-from tests.support.server import ServerProcess, free_port
+from tests.support.server import ServerProcess, free_port, free_udp_port
 from tests.support.speech import have_espeak, speak_to_wav
 
 
@@ -42,8 +42,9 @@ def echo_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
 
 @pytest.fixture(scope="session")
 def agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
-    """The real default agent: Whisper tiny.en, SmolLM2 via llama.cpp, Kokoro."""
-    return start_server("--max-sessions", "2")
+    """The real default agent: Whisper tiny.en, SmolLM2 via llama.cpp, Kokoro. It answers
+    SIP calls too, on its `sip_port`."""
+    return start_server("--max-sessions", "2", "--sip-port", str(free_udp_port()))
 
 
 @pytest.fixture(scope="session")

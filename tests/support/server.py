@@ -32,6 +32,7 @@ class ServerProcess:
     def __init__(self, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.sip_port = int(args[args.index("--sip-port") + 1]) if "--sip-port" in args else 0
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(

@@ -1,0 +1,146 @@
+"""baresip, a real SIP phone, calls the agent's SIP port: the question is transcribed, the
+spoken reply is recorded and transcribable, keys pressed reach the session, hanging up
+frees the slot, and a call to a full pool is refused as busy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import wave
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+
+from app.audio.resample import Resampler
+from clients import load_wav
+from tests.support.baresip import Baresip, have_baresip
+from tests.support.server import ServerProcess, free_udp_port, until_in_use
+from tests.support.speech import transcribe, words
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _baresip() -> None:
+    if not have_baresip():
+        pytest.skip("baresip is not installed (make test installs baresip-core)")
+
+
+def microphone(speech48k: Path, out: Path, *, lead_s: float = 1.0, tail_s: float = 60.0) -> Path:
+    """What the phone says: the speech at 8 kHz, then silence for the rest of the call
+    (baresip hangs up when its file source ends)."""
+    resampler = Resampler(8_000)
+    pcm = resampler.pcm(load_wav(str(speech48k)), 48_000) + resampler.flush()
+    with wave.open(str(out), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(8_000)
+        wav.writeframes(bytes(int(lead_s * 8_000) * 2) + pcm + bytes(int(tail_s * 8_000) * 2))
+    return out
+
+
+@pytest.fixture
+async def phones(tmp_path: Path) -> AsyncIterator[Callable[[Path], Any]]:
+    started: list[Baresip] = []
+
+    async def start(mic: Path) -> Baresip:
+        phone = Baresip(tmp_path / f"phone{len(started)}", mic)
+        started.append(phone)
+        await phone.connect()
+        return phone
+
+    yield start
+    for phone in started:
+        await phone.stop()
+
+
+class Sideband:
+    """The call's events, as a server-side controller hears them."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+
+    async def until(self, kind: str, count: int = 1, timeout_s: float = 120) -> list[dict]:
+        async with asyncio.timeout(timeout_s):
+            while len(found := self.of(kind)) < count:
+                self.events.append(json.loads(await self.ws.recv()))
+        return found
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["type"] == kind]
+
+
+async def sip_session(server: ServerProcess) -> str:
+    pool = await until_in_use(server.url, 1, state="active")
+    return str(next(s["session_id"] for s in pool["slots"] if s["transport"] == "sip"))
+
+
+async def test_a_phone_asks_hears_the_answer_presses_keys_and_hangs_up(
+    agent_server: ServerProcess,
+    speech: Callable[[str], Path],
+    whisper: Any,
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    mic = microphone(speech("What is the capital of France?"), tmp_path / "mic.wav")
+    phone: Baresip = await phones(mic)
+    await phone.command("dial", f"sip:agent@127.0.0.1:{agent_server.sip_port}")
+    await phone.wait_for("CALL_ESTABLISHED")
+    session_id = await sip_session(agent_server)
+    url = f"ws://127.0.0.1:{agent_server.port}/v1/realtime?call_id={session_id}"
+    async with websockets.connect(url) as ws:
+        sideband = Sideband(ws)
+        (heard,) = await sideband.until("conversation.item.input_audio_transcription.completed")
+        assert {"capital", "france"} <= set(words(heard["transcript"])), heard
+        await sideband.until("response.done")
+        await phone.command("sndcode", "1#")  # RFC 4733 telephone-events in the RTP
+        keys = await sideband.until("input_audio_buffer.dtmf_event_received", count=2)
+        assert [event["event"] for event in keys] == ["1", "#"]
+        await sideband.until("response.done", count=2)  # the agent answered the keys
+        users = [e["item"] for e in sideband.of("conversation.item.added")]
+        typed = [part.get("text") for item in users for part in item.get("content", [])]
+        assert "[keypad: 1#]" in typed, typed
+    await phone.command("hangup")
+    await phone.wait_for("CALL_CLOSED")
+    await until_in_use(agent_server.url, 0)  # the BYE freed the slot
+    reply = np.frombuffer(Resampler(48_000).pcm(_samples(phone.heard()), 8_000), np.int16)
+    said = transcribe(whisper, reply)
+    assert len(words(said)) >= 3, f"Whisper hears the agent on the phone: {said!r}"
+
+
+async def test_a_full_pool_answers_busy_and_our_hangup_reaches_the_phone(
+    start_server: Callable[..., ServerProcess],
+    speech: Callable[[str], Path],
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    server = start_server("--agent", "echo", "--max-sessions", "1",
+                          "--sip-port", str(free_udp_port()))  # fmt: skip
+    mic = microphone(speech("Hello there."), tmp_path / "mic.wav")
+    first: Baresip = await phones(mic)
+    await first.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
+    await first.wait_for("CALL_ESTABLISHED")
+    session_id = await sip_session(server)
+    second: Baresip = await phones(mic)
+    await second.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
+    refused = await second.wait_for("CALL_CLOSED")
+    assert "486" in refused.get("param", ""), refused
+    # The agent's side ends the first call: the phone gets a BYE and hangs up.
+    async with httpx.AsyncClient() as http:
+        assert (
+            await http.delete(f"{server.url}/v1/realtime/calls/{session_id}")
+        ).status_code == 200
+    await first.wait_for("CALL_CLOSED", timeout_s=15)
+    assert (await until_in_use(server.url, 0))["in_use"] == 0
+
+
+def _samples(path: Path) -> np.ndarray:
+    with wave.open(str(path)) as wav:
+        assert wav.getframerate() == 8_000 and wav.getnchannels() == 1
+        return np.frombuffer(wav.readframes(wav.getnframes()), np.int16)
