@@ -73,7 +73,8 @@ class SipServer(asyncio.DatagramProtocol):
             else None
         )
         self._dialogs: dict[str, Dialog] = {}  # by Call-ID
-        self._answered: OrderedDict[tuple[str, str], bytes] = OrderedDict()  # (Call-ID, branch)
+        # Final responses by (Call-ID, branch, method), resent for retransmitted requests.
+        self._answered: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
         self._pending: dict[str, asyncio.Event] = {}  # our requests' branches, until answered
         self._transport: asyncio.DatagramTransport | None = None
         self.port = 0
@@ -132,6 +133,10 @@ class SipServer(asyncio.DatagramProtocol):
             self._reply(request, source, 400, f"Bad Request ({reason})")
 
     def _request_received(self, request: SipMessage, source: tuple[str, int]) -> None:
+        answered = self._answered.get(_key(request))
+        if answered is not None:
+            self._send(answered, source)  # a retransmission: the caller missed our answer
+            return
         match request.method:
             case "INVITE" if not request.to_tag:
                 self._invite(request, source)
@@ -152,10 +157,6 @@ class SipServer(asyncio.DatagramProtocol):
                 self._reply(request, source, 405, "Method Not Allowed", headers=[("Allow", ALLOW)])
 
     def _invite(self, request: SipMessage, source: tuple[str, int]) -> None:
-        key = (request.call_id, request.branch)
-        if key in self._answered:  # a retransmission: the caller missed our answer
-            self._send(self._answered[key], source)
-            return
         dialog = self._dialogs.get(request.call_id)
         if dialog is not None:
             if dialog.invite.branch == request.branch and dialog.final is None:
@@ -249,17 +250,29 @@ class SipServer(asyncio.DatagramProtocol):
         headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
         to_tag: str = "",
     ) -> None:
-        """A final refusal of an INVITE, remembered for its retransmissions until the ACK."""
+        """A final refusal of an INVITE: repeated until the ACK (timer G), and sent again
+        for a retransmitted INVITE."""
         data = sip.response(request, status, reason, to_tag=to_tag or sip.new_tag(),
                             source=source, headers=list(headers))  # fmt: skip
-        self._answered[(request.call_id, request.branch)] = data
+        key = self._remember(request, data)
+        spawn(self._until_absorbed(key, data, source), f"sip:{request.call_id[:24]}:refusal")
+
+    async def _until_absorbed(self, key: tuple[str, str, str], data: bytes,
+                              source: tuple[str, int]) -> None:  # fmt: skip
+        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
+        while self._answered.get(key) is data and time.monotonic() < deadline:
+            self._send(data, source)
+            await asyncio.sleep(interval)
+            interval = min(interval * 2, T2_S)
+
+    def _remember(self, request: SipMessage, data: bytes) -> tuple[str, str, str]:
+        """A final response, for the retransmissions of its request (for 64*T1)."""
+        key = _key(request)
+        self._answered[key] = data
         while len(self._answered) > MAX_REMEMBERED:
             self._answered.popitem(last=False)
-        asyncio.get_running_loop().call_later(TIMEOUT_S, self._forget, request)
-        self._send(data, source)
-
-    def _forget(self, request: SipMessage) -> None:
-        self._answered.pop((request.call_id, request.branch), None)
+        asyncio.get_running_loop().call_later(TIMEOUT_S, self._answered.pop, key, None)
+        return key
 
     def _reinvite(self, request: SipMessage, source: tuple[str, int]) -> None:
         dialog = self._dialogs.get(request.call_id)
@@ -272,7 +285,7 @@ class SipServer(asyncio.DatagramProtocol):
                                 body=offered), source)  # fmt: skip
 
     def _ack(self, request: SipMessage) -> None:
-        self._answered.pop((request.call_id, request.branch), None)  # an ACK to a refusal
+        self._answered.pop((request.call_id, request.branch, "INVITE"), None)  # ACK to a refusal
         dialog = self._dialogs.get(request.call_id)
         if dialog is not None and request.to_tag == dialog.local_tag and dialog.leg is not None:
             dialog.confirmed = True
@@ -365,12 +378,20 @@ class SipServer(asyncio.DatagramProtocol):
     ) -> None:
         dialog = self._dialogs.get(request.call_id)
         to_tag = dialog.local_tag if dialog is not None and status > 100 else ""
-        self._send(sip.response(request, status, reason, to_tag=to_tag, source=source,
-                                headers=list(headers)), source)  # fmt: skip
+        data = sip.response(request, status, reason, to_tag=to_tag, source=source,
+                            headers=list(headers))  # fmt: skip
+        if status >= 200 and request.method != "INVITE":
+            self._remember(request, data)  # a BYE sent again gets its 200 again, not a 481
+        self._send(data, source)
 
     def _send(self, data: bytes, destination: tuple[str, int]) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.sendto(data, destination)
+
+
+def _key(request: SipMessage) -> tuple[str, str, str]:
+    """A server transaction's name: CANCEL shares its INVITE's branch, not its method."""
+    return request.call_id, request.branch, request.method
 
 
 def _cseq_number(request: SipMessage) -> int:

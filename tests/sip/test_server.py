@@ -71,28 +71,29 @@ async def test_refusals_no_common_codec_full_pool_and_retransmissions(
     start_server: Callable[..., ServerProcess], phone: SipPeer
 ) -> None:
     server, port = sip_server(start_server, "--max-sessions", "1")
-    _, _ = phone.invite(port, formats="9")
-    refused = await phone.final()
+    no_codec, branch = phone.invite(port, formats="9")
+    refused = await phone.final(call_id=no_codec)
     assert refused.status == 488 and "no common codec" in (refused.get("Warning") or "")
+    phone.request("ACK", port, call_id=no_codec, branch=branch, to_tag=refused.to_tag)
     first, _ = phone.invite(port)
-    answered = await phone.final()
+    answered = await phone.final(call_id=first)
     assert answered.status == 200
     phone.request("ACK", port, call_id=first, to_tag=answered.to_tag)
     second, branch = phone.invite(port)
-    busy = await phone.final()
-    assert (busy.status, busy.call_id) == (486, second)
-    assert int(busy.get("Retry-After") or 0) >= 1
-    # The caller missed it and sends the INVITE again: the same answer comes back.
+    busy = await phone.final(call_id=second)
+    assert busy.status == 486 and int(busy.get("Retry-After") or 0) >= 1
+    # Until the ACK it comes again (timer G), and for a retransmitted INVITE too.
+    assert (await phone.final(call_id=second)).to_tag == busy.to_tag
     phone.request("INVITE", port, call_id=second, branch=branch, body=b"")
-    again = await phone.final()
+    again = await phone.final(call_id=second)
     assert (again.status, again.to_tag) == (486, busy.to_tag)
     phone.request("ACK", port, call_id=second, branch=branch, to_tag=busy.to_tag)
     # The first call hangs up, and the next caller gets its slot.
     phone.request("BYE", port, call_id=first, cseq=2, to_tag=answered.to_tag)
-    assert (await phone.final()).status == 200
+    assert (await phone.final(call_id=first, cseq=2)).status == 200
     await until_in_use(server.url, 0)
-    phone.invite(port)
-    assert (await phone.final()).status == 200
+    third, _ = phone.invite(port)
+    assert (await phone.final(call_id=third)).status == 200
 
 
 async def test_bye_from_the_caller_frees_the_slot_and_unknown_dialogs_get_481(
@@ -103,11 +104,13 @@ async def test_bye_from_the_caller_frees_the_slot_and_unknown_dialogs_get_481(
     ok = await phone.final()
     phone.request("ACK", port, call_id=call_id, to_tag=ok.to_tag)
     await until_in_use(server.url, 1, state="active")
-    phone.request("BYE", port, call_id=call_id, cseq=2, to_tag=ok.to_tag)
-    assert (await phone.final()).status == 200
+    bye = phone.request("BYE", port, call_id=call_id, cseq=2, to_tag=ok.to_tag)
+    assert (await phone.final(call_id=call_id, cseq=2)).status == 200
     await until_in_use(server.url, 0)
+    phone.send(bye, port)  # our 200 was lost, say: the same BYE gets the same answer
+    assert (await phone.final(call_id=call_id, cseq=2)).status == 200
     phone.request("BYE", port, call_id=call_id, cseq=3, to_tag=ok.to_tag)
-    assert (await phone.final()).status == 481, "that call is over"
+    assert (await phone.final(call_id=call_id, cseq=3)).status == 481, "that call is over"
     phone.request("CANCEL", port, call_id="nobody")
     assert (await phone.final()).status == 481
 
@@ -157,9 +160,9 @@ async def test_digest_authentication_and_the_allowlist(
                  'qop=auth, nc=00000001, cnonce="xyz"')]  # fmt: skip
 
     phone.invite(port, call_id=call_id, cseq=2, headers=credentials("wrong"))
-    assert (await phone.final()).status == 401
+    assert (await phone.final(call_id=call_id, cseq=2)).status == 401
     phone.invite(port, call_id=call_id, cseq=3, headers=credentials("pw"))
-    assert (await phone.final()).status == 200
+    assert (await phone.final(call_id=call_id, cseq=3)).status == 200
 
     _, closed = sip_server(start_server, "--sip-allow", "10.0.0.0/8")
     refused, _ = phone.invite(closed)

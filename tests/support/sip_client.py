@@ -44,12 +44,16 @@ class SipPeer(asyncio.DatagramProtocol):
     async def next(self, timeout_s: float = 10.0) -> SipMessage:
         return await asyncio.wait_for(self.received.get(), timeout_s)
 
-    async def final(self, timeout_s: float = 10.0, call_id: str | None = None) -> SipMessage:
-        """The next response of 200 or above (to `call_id`'s requests, if given), skipping
-        provisional ones and, for other calls, retransmitted ones."""
+    async def final(
+        self, timeout_s: float = 10.0, call_id: str | None = None, cseq: int | None = None
+    ) -> SipMessage:
+        """The next response of 200 or above (to that call, that request, if given),
+        skipping provisional ones and retransmitted answers to other requests."""
         while True:
             message = await self.next(timeout_s)
             if message.status < 200 or (call_id is not None and message.call_id != call_id):
+                continue
+            if cseq is not None and message.cseq[0] != cseq:
                 continue
             return message
 
@@ -76,11 +80,17 @@ class SipPeer(asyncio.DatagramProtocol):
         return data
 
     def invite(
-        self, port: int, *, formats: str = "0 8 101", call_id: str | None = None, **kwargs: object
+        self,
+        port: int,
+        *,
+        formats: str = "0 8 101",
+        call_id: str | None = None,
+        rtp_port: int = 40_000,
+        **kwargs: object,
     ) -> tuple[str, str]:
         """Send an INVITE with an offer; return its Call-ID and branch."""
         call_id, branch = call_id or secrets.token_hex(8), sip.new_branch()
-        offer = OFFER.format(port=40_000, formats=formats).encode()
+        offer = OFFER.format(port=rtp_port, formats=formats).encode()
         self.request("INVITE", port, call_id=call_id, branch=branch, body=offer, **kwargs)  # type: ignore[arg-type]
         return call_id, branch
 
