@@ -250,7 +250,14 @@ class CallManager:
         dialect = TwilioDialect(transport)
         try:
             playout = MarkedPlayout(session_id, TWILIO_RATE, dialect.send_media, dialect.send_mark)
-            session = self._session(session_id, responder, playout, dialect.deliver, phone=True)
+            session = self._session(
+                session_id,
+                responder,
+                playout,
+                dialect.deliver,
+                output_level=playout.output_level_db,
+                phone=True,
+            )
         except BaseException:
             self.pool.release(slot)
             raise

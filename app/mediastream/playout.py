@@ -65,6 +65,9 @@ class MarkedPlayout:
     def playing(self) -> bool:
         return self.played_samples < self._clock.queued_samples
 
+    def output_level_db(self) -> float:
+        return self._clock.output_level_db()
+
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
     ) -> int:

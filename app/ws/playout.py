@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
+from app.audio.level import SILENT_DB, pcm_db
 from app.errors import CrossedSessions
 
 PIECE_S = 0.1
 MAX_AHEAD_S = 8.0
+LEVEL_WINDOW_S = 0.5  # as the WebRTC track's: echo comes back within this
+LEVEL_PIECES = int(MAX_AHEAD_S / PIECE_S) + 8  # every piece that may still be ahead
 
 
 class SocketPlayout:
@@ -37,6 +41,8 @@ class SocketPlayout:
         self._piece_bytes = int(rate * PIECE_S) * 2
         self.queued_samples = 0
         self._play_end = 0.0  # when the last sample sent will have played
+        # (when a piece starts playing, when it ends, its level): for the echo guard.
+        self._levels: deque[tuple[float, float, float]] = deque(maxlen=LEVEL_PIECES)
 
     @property
     def played_samples(self) -> int:
@@ -62,15 +68,28 @@ class SocketPlayout:
             piece = pcm[offset : offset + self._piece_bytes]
             await self._push(piece)
             samples = len(piece) // 2
-            self._play_end = max(self._now(), self._play_end) + samples / self.rate
+            starts = max(self._now(), self._play_end)
+            self._play_end = starts + samples / self.rate
+            self._levels.append((starts, self._play_end, pcm_db(piece)))
             self.queued_samples += samples
         return start
+
+    def output_level_db(self) -> float:
+        """Loudest piece playing in the last half second by the clock, in dBFS: how loud
+        the agent's voice may be coming back as echo (SILENT_DB for none)."""
+        now = self._now()
+        since = now - LEVEL_WINDOW_S
+        return max(
+            (db for starts, ends, db in self._levels if starts <= now and ends >= since),
+            default=SILENT_DB,
+        )
 
     def clear(self) -> int:
         """What was sent cannot be unsent: the client stops its own playback on
         speech_started; here the clock stops, so nothing more counts as heard."""
         dropped = self.queued_samples - self.played_samples
         self._play_end = self._now()
+        self._levels.clear()
         return dropped
 
     async def wait_drained(self) -> None:

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
+from app.audio.level import SILENT_DB
 from app.errors import CrossedSessions
 from app.ws.playout import SocketPlayout
 
@@ -54,3 +56,28 @@ async def test_a_reply_cannot_run_more_than_8_s_ahead_of_playout() -> None:
     assert not blocked.done(), "waits for playout to catch up"
     audio.clear()
     await asyncio.wait_for(blocked, 2)
+
+
+async def test_the_output_level_follows_what_is_playing_by_the_clock() -> None:
+    """For the echo guard on phone lines: the agent's voice is loud while it plays, and
+    for half a second after, since echo comes back late; silence before and after."""
+
+    async def push(pcm: bytes) -> None:
+        pass
+
+    clock = Clock()
+    audio = SocketPlayout("sess_a", RATE, push, now=clock)
+    assert audio.output_level_db() == SILENT_DB
+    loud = (np.sin(np.arange(RATE // 2) / 5) * 16_000).astype(np.int16).tobytes()  # 0.5 s
+    await audio.write(bytes(2 * RATE) + loud, session_id="sess_a")  # 1 s silence, then voice
+    assert audio.output_level_db() < -90, "the silence plays first"
+    clock.t += 1.2
+    playing = audio.output_level_db()
+    assert -12 < playing < -6  # a sine at half scale: about -9 dBFS
+    clock.t += 0.7  # ended 0.2 s ago: its echo may still come
+    assert audio.output_level_db() == pytest.approx(playing, abs=0.5)
+    clock.t += 0.6
+    assert audio.output_level_db() < -90
+    await audio.write(loud, session_id="sess_a")
+    audio.clear()
+    assert audio.output_level_db() == SILENT_DB, "a barge-in stops the voice at once"
