@@ -1,10 +1,14 @@
 """Twilio Media Streams, spoken by the server: what a `<Connect><Stream>` call sends us
-and what we send back. Telnyx's and similar carriers' streams use the same messages.
+and what we send back. Telnyx's media streaming uses the same messages with a few
+differences, taken here too: the stream's id is `stream_id` (not `streamSid`), the format
+is `start.media_format` ({encoding: PCMU or PCMA, sample_rate, channels}), and it may
+send `error` frames.
 
-In:  connected, start (the stream's id and audio format), media (base64 μ-law at 8 kHz),
-     mark (the carrier played up to one of our marks), dtmf, stop.
-Out: media (the reply, μ-law at 8 kHz), mark (after each piece), clear (barge-in: drop
-     what is buffered).
+In:  connected, start (the stream's id and audio format), media (base64 G.711 at 8 kHz;
+     only the caller's track), mark (the carrier played up to one of our marks), dtmf,
+     stop, and Telnyx's error.
+Out: media (the reply, in the stream's G.711 law), mark (after each piece), clear
+     (barge-in: drop what is buffered). Each carries the stream's id under its key.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ log = logging.getLogger(__name__)
 RATE = g711.RATE
 INBOUND_RATE = 16_000
 FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1}
+# Telnyx's start.media_format, by encoding.
+TELNYX_LAWS: dict[str, g711.Law] = {"PCMU": "ulaw", "PCMA": "alaw"}
+CALLERS_TRACK = (None, "inbound", "inbound_track")  # both_tracks would also send ours
 UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
 
 
@@ -42,6 +49,8 @@ class TwilioDialect:
     def __init__(self, transport: WsTransport) -> None:
         self.session_id = transport.session_id
         self.stream_sid = ""
+        self.law: g711.Law = "ulaw"
+        self._id_key = "streamSid"  # Telnyx: stream_id
         self._transport = transport
         self._session: Session | None = None
         self._playout: MarkedPlayout | None = None
@@ -71,7 +80,9 @@ class TwilioDialect:
             raise BadStreamMessage(f"not a media stream message: {str(data)[:80]!r}") from exc
         try:
             self._handle(kind, event)
-        except (KeyError, TypeError, binascii.Error) as exc:
+        except BadStreamMessage:
+            raise
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
             raise BadStreamMessage(f"a malformed {kind!r} message: {exc!r}") from exc
 
     def _handle(self, kind: str, event: dict[str, Any]) -> None:
@@ -80,18 +91,14 @@ class TwilioDialect:
             case "connected":
                 pass
             case "start":
-                start = event["start"]
-                fmt = start.get("mediaFormat", FORMAT)
-                if {k: fmt.get(k) for k in FORMAT} != FORMAT:
-                    raise BadStreamMessage(f"unsupported audio {fmt}: only {FORMAT}")
-                self.stream_sid = str(start.get("streamSid") or event["streamSid"])
-                log.info("media stream %s started (call %s)", self.stream_sid,
-                         start.get("callSid"), extra={"session_id": self.session_id})  # fmt: skip
+                self._start(event)
             case "media":
                 if not self.stream_sid:
                     raise BadStreamMessage("media before start")
-                ulaw = base64.b64decode(event["media"]["payload"], validate=True)
-                pcm8k = np.frombuffer(g711.decode(ulaw, "ulaw"), dtype=np.int16)
+                if event["media"].get("track") not in CALLERS_TRACK:
+                    return
+                encoded = base64.b64decode(event["media"]["payload"], validate=True)
+                pcm8k = np.frombuffer(g711.decode(encoded, self.law), dtype=np.int16)
                 self._session.push_audio(self._inbound.pcm(pcm8k, RATE))
             case "mark":
                 self._playout.mark_echoed(str(event["mark"]["name"]))
@@ -102,27 +109,53 @@ class TwilioDialect:
                     raise BadStreamMessage(str(exc)) from exc
             case "stop":
                 self._transport.ended.set()
+            case "error":  # Telnyx tells us of a frame of ours it could not take
+                log.warning("the carrier reports an error: %s", str(event.get("payload"))[:200],
+                            extra={"session_id": self.session_id})  # fmt: skip
             case _:
                 raise BadStreamMessage(f"unknown event {kind!r}")
+
+    def _start(self, event: dict[str, Any]) -> None:
+        start = event["start"]
+        if "media_format" in start:  # Telnyx
+            fmt = start["media_format"]
+            law = TELNYX_LAWS.get(str(fmt.get("encoding")).upper())
+            if (
+                law is None
+                or int(fmt.get("sample_rate", RATE)) != RATE
+                or fmt.get("channels", 1) != 1
+            ):
+                raise BadStreamMessage(f"unsupported audio {fmt}: only PCMU or PCMA, 8000 Hz, mono")
+            self.law, self._id_key = law, "stream_id"
+            self.stream_sid = str(event.get("stream_id") or start["stream_id"])
+        else:
+            fmt = start.get("mediaFormat", FORMAT)
+            if {k: fmt.get(k) for k in FORMAT} != FORMAT:
+                raise BadStreamMessage(f"unsupported audio {fmt}: only {FORMAT}")
+            self.stream_sid = str(start.get("streamSid") or event["streamSid"])
+        call = start.get("callSid") or start.get("call_control_id")
+        log.info("media stream %s started (call %s, %s)", self.stream_sid, call, self.law,
+                 extra={"session_id": self.session_id})  # fmt: skip
 
     # --- out ----------------------------------------------------------------------------
 
     async def send_media(self, pcm8k: bytes) -> None:
         """Reply audio: waits while the socket's outbox is full (backpressure)."""
-        payload = base64.b64encode(g711.encode(pcm8k, "ulaw")).decode()
+        payload = base64.b64encode(g711.encode(pcm8k, self.law)).decode()
         await self._send_when_room({"event": "media", "media": {"payload": payload}})
 
     async def send_mark(self, name: str) -> None:
         await self._send_when_room({"event": "mark", "mark": {"name": name}})
 
     async def _send_when_room(self, event: dict[str, Any]) -> None:
-        await self._transport.send_when_room(json.dumps({**event, "streamSid": self.stream_sid}))
+        await self._transport.send_when_room(json.dumps({**event, self._id_key: self.stream_sid}))
 
     def deliver(self, message: SessionMessage) -> None:
         """Only barge-in has a word in this protocol: `clear`. The rest (transcripts,
         reply text) stays in the server's log."""
         if isinstance(message, msg.ReplyAudioCleared):
-            self._transport.send_text(json.dumps({"event": "clear", "streamSid": self.stream_sid}))
+            clear = {"event": "clear", self._id_key: self.stream_sid}
+            self._transport.send_text(json.dumps(clear))
 
     def call_ended(self, code: str, message: str) -> None:
         log.info("media stream %s ends: %s", self.stream_sid, code,

@@ -221,3 +221,40 @@ async def test_keys_pressed_on_the_phone_are_answered_by_the_agent(
         finally:
             line.cancel()
     assert len(caller.heard) > 8_000 * 0.5, "the agent spoke its answer to the keys"
+
+
+async def test_a_telnyx_stream_in_a_law_is_answered_in_its_own_terms(
+    echo_server: ServerProcess, speech: Callable[[str], Path], whisper
+) -> None:  # type: ignore[no-untyped-def]
+    """Telnyx's variant: `stream_id`, `start.media_format` (here PCMA), `error` frames, and
+    media tracks of which only the caller's is ours to hear."""
+    resampler = Resampler(8_000)
+    said = resampler.pcm(load_wav(str(speech("Please read back my account number."))), 48_000)
+    alaw = g711.encode(said + bytes(8_000 * 2), "alaw")  # then a second of silence
+    fmt = {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}
+    start = {"call_control_id": "v3:c1", "media_format": fmt}
+    error = {"code": 100002, "title": "Unknown error"}
+    async with websockets.connect(stream_url(echo_server)) as ws:
+        await ws.send(json.dumps({"event": "connected", "version": "1.0.0"}))
+        await ws.send(json.dumps({"event": "start", "stream_id": "ST1", "start": start}))
+        await ws.send(json.dumps({"event": "error", "stream_id": "ST1", "payload": error}))
+        for offset in range(0, len(alaw), 160):
+            chunk = base64.b64encode(alaw[offset : offset + 160]).decode()
+            for track in ("inbound", "outbound"):  # both tracks: the outbound one is ignored
+                media = {"track": track, "payload": chunk}
+                await ws.send(json.dumps({"event": "media", "stream_id": "ST1", "media": media}))
+            await asyncio.sleep(0.02)
+        heard = bytearray()
+        while True:  # until the reply has stopped coming for a while
+            try:
+                event = json.loads(await asyncio.wait_for(ws.recv(), 2 if heard else 30))
+            except TimeoutError:
+                break
+            if event["event"] == "media":
+                assert event["stream_id"] == "ST1" and "streamSid" not in event
+                heard += base64.b64decode(event["media"]["payload"])
+        await ws.send(json.dumps({"event": "stop", "stream_id": "ST1"}))
+    pcm8k = np.frombuffer(g711.decode(bytes(heard), "alaw"), np.int16)
+    echoed = transcribe(whisper, np.frombuffer(Resampler(48_000).pcm(pcm8k, 8_000), np.int16))
+    assert {"account", "number"} <= set(words(echoed)), echoed
+    await until_in_use(echo_server.url, 0)
