@@ -344,6 +344,15 @@ class SipSettings(BaseModel):
         return value
 
 
+class TwilioSettings(BaseModel):
+    auth_token: str = Field(
+        "",
+        description="The Twilio account's auth token: with it, the voice webhook and the "
+        "stream's handshake must carry a valid X-Twilio-Signature (403 otherwise). Empty: "
+        "not checked (Telnyx streams carry no such signature).",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="VOICE_",
@@ -363,6 +372,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     tts: TtsSettings = Field(default_factory=TtsSettings)
     sip: SipSettings = Field(default_factory=SipSettings)
+    twilio: TwilioSettings = Field(default_factory=TwilioSettings)
 
 
 @lru_cache(maxsize=1)

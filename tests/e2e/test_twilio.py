@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 import websockets
+from twilio.request_validator import RequestValidator
 
 from app.audio import g711
 from app.audio.level import rms_db
@@ -258,3 +259,38 @@ async def test_a_telnyx_stream_in_a_law_is_answered_in_its_own_terms(
     echoed = transcribe(whisper, np.frombuffer(Resampler(48_000).pcm(pcm8k, 8_000), np.int16))
     assert {"account", "number"} <= set(words(echoed)), echoed
     await until_in_use(echo_server.url, 0)
+
+
+async def test_with_an_auth_token_only_requests_twilio_signed_get_through(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """Signed with Twilio's own helper library, as Twilio signs its requests."""
+    server = start_server("--agent", "echo", "--twilio-auth-token", "tok3n")
+    validator = RequestValidator("tok3n")
+    fields = {"CallSid": "CA1", "From": "+15550001111", "To": "+15550002222"}
+    async with httpx.AsyncClient() as http:
+        unsigned = await http.post(f"{server.url}/twilio/voice", data=fields)
+        assert unsigned.status_code == 403
+        signature = validator.compute_signature(f"{server.url}/twilio/voice", fields)
+        forged = {**fields, "From": "+15559999999"}
+        tampered = await http.post(f"{server.url}/twilio/voice", data=forged,
+                                   headers={"X-Twilio-Signature": signature})  # fmt: skip
+        assert tampered.status_code == 403
+        good = await http.post(f"{server.url}/twilio/voice", data=fields,
+                               headers={"X-Twilio-Signature": signature})  # fmt: skip
+        assert good.status_code == 200 and "<Connect>" in good.text
+        # Behind a TLS proxy Twilio signed the public https URL.
+        proxied = validator.compute_signature("https://voice.example.com/twilio/voice", fields)
+        behind = await http.post(f"{server.url}/twilio/voice", data=fields, headers={
+            "X-Twilio-Signature": proxied, "X-Forwarded-Proto": "https",
+            "X-Forwarded-Host": "voice.example.com"})  # fmt: skip
+        assert behind.status_code == 200
+        assert '<Stream url="wss://voice.example.com/twilio/stream"/>' in behind.text
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(stream_url(server)):
+            pass
+    assert refused.value.response.status_code == 403
+    signed = {"X-Twilio-Signature": validator.compute_signature(stream_url(server), {})}
+    async with websockets.connect(stream_url(server), additional_headers=signed) as ws:
+        await Caller(ws).start()
+        await until_in_use(server.url, 1)
