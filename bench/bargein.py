@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -27,6 +25,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench import machine
 from bench.latency import percentile
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
@@ -135,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--url", help="an already running server (its agent must match)")
     args = parser.parse_args(argv)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
-    )
+    print(machine())
     folder = Path(tempfile.mkdtemp(prefix="bargein-"))
     if args.url:
         asyncio.run(run(args.url, args.agent, args.trials, folder))

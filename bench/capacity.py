@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench import machine
 from bench.latency import PROMPTS, cpu_s, llm_flags, percentile, run_concurrent
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
@@ -104,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "(http://127.0.0.1:8001/v1 under `make vllm`); default: embedded llama.cpp",
     )
     args = parser.parse_args(argv)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
-    )
+    print(machine())
     folder = Path(tempfile.mkdtemp(prefix="capacity-"))
     wavs = []
     for i, text in enumerate(PROMPTS):

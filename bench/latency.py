@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -27,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from app.session.timings import STAGES
+from bench import machine
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import speak_to_wav
@@ -145,9 +144,7 @@ async def run_concurrent(
 
 
 async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]) -> None:
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
-    )
+    print(machine())
     idle_rss = rss_mb(pid) if pid else None
     one = await run_concurrent(url, pid, 1, turns, wavs)
     report("1 session", one.results, one.cpu_pct)

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import tempfile
 from pathlib import Path
 
-from app.audio.resample import Resampler
-from clients import load_wav
+from bench import machine
 from tests.support.rtp_phone import PhoneCall
 from tests.support.server import ServerProcess, free_udp_port
-from tests.support.speech import speak_to_wav
+from tests.support.speech import speak_to_wav, telephone_pcm
 
 LISTEN_S = 20.0
 
@@ -46,13 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--return-loss", type=float, nargs="+", default=[6, 10, 12, 15, 20])
     args = parser.parse_args(argv)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")  # fmt: skip
+    print(machine())
     folder = Path(tempfile.mkdtemp(prefix="phone-echo-"))
     wav = folder / "sentence.wav"
     speak_to_wav("Please read back my account number, slowly and clearly.", wav)
-    resampler = Resampler(8_000)
-    sentence = resampler.pcm(load_wav(str(wav)), 48_000) + resampler.flush()
+    sentence = telephone_pcm(wav)
     servers = {
         guard: ServerProcess(
             [

@@ -16,28 +16,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import tempfile
 import time
 import wave
 from pathlib import Path
 
-from app.audio.resample import Resampler
+from bench import machine
 from bench.capacity import steady_media
 from bench.latency import cpu_s
-from clients import load_wav
 from tests.support.baresip import Baresip
 from tests.support.server import ServerProcess, free_udp_port, until_in_use
-from tests.support.speech import speak_to_wav
+from tests.support.speech import speak_to_wav, telephone_pcm
 
 WINDOW_S = 24.0
 
 
 def phone_microphone(speech48k: Path, out: Path, seconds: float) -> Path:
     """The sentence, then silence to 6 s, over and over for `seconds`."""
-    resampler = Resampler(8_000)
-    said = resampler.pcm(load_wav(str(speech48k)), 48_000) + resampler.flush()
+    said = telephone_pcm(speech48k)
     cycle = said + bytes(max(0, 6 * 8_000 * 2 - len(said)))
     with wave.open(str(out), "wb") as wav:
         wav.setnchannels(1)
@@ -80,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--calls", type=int, nargs="+", default=[1, 4])
     args = parser.parse_args(argv)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")  # fmt: skip
+    print(machine())
     folder = Path(tempfile.mkdtemp(prefix="sip-media-"))
     wav = folder / "sentence.wav"
     speak_to_wav("Please read back my account number.", wav)

@@ -11,7 +11,6 @@ It prints figures; it asserts nothing.
 from __future__ import annotations
 
 import asyncio
-import platform
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from app.audio import g711
 from app.audio.resample import Resampler
 from app.config import Settings
 from app.engines.stt import WhisperSTT
+from bench import machine
 from bench.latency import PROMPTS
 from tests.support.speech import QUESTION, speak_to_wav, word_error_rate
 
@@ -72,7 +72,7 @@ async def measure() -> None:
     folder = Path(tempfile.mkdtemp(prefix="telephone-"))
     rates: dict[str, list[float]] = {name: [] for name in CONDITIONS}
     seconds: dict[str, list[float]] = {name: [] for name in CONDITIONS}
-    print(f"machine: {platform.machine()}, python {platform.python_version()}")
+    print(machine())
     print(f"stt: {stt.model_name}")
     for i, phrase in enumerate(PHRASES):
         speech = speak_to_wav(phrase, folder / f"phrase{i}.wav", lead_silence_s=0.2)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ from app.config import Settings, TurnSettings
 from app.engines.turn import SmartTurn, TurnModel
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.session.turn_taking import TurnCallbacks, TurnTaking
+from bench import machine
 from bench.latency import percentile
 from clients import load_wav
 from tests.support.speech import speak_to_wav
@@ -100,9 +99,7 @@ async def main() -> None:
     model = SmartTurn(TurnSettings())
     asked_ms: list[float] = []
     timed = Timed(model, asked_ms)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
-    )
+    print(machine())
     with tempfile.TemporaryDirectory() as folder:
         finished = [recording(Path(folder), text) for text in FINISHED]
         hesitant = [recording(Path(folder), *parts) for parts in HESITANT]

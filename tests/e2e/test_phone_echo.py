@@ -14,19 +14,13 @@ from typing import Any
 
 import pytest
 
-from app.audio.resample import Resampler
-from clients import load_wav
 from tests.support.rtp_phone import PhoneCall
 from tests.support.server import ServerProcess, free_udp_port
+from tests.support.speech import telephone_pcm
 
 pytestmark = pytest.mark.e2e
 
 RETURN_LOSS_DB = 15
-
-
-def pcm8k(wav48k: Path) -> bytes:
-    resampler = Resampler(8_000)
-    return resampler.pcm(load_wav(str(wav48k)), 48_000) + resampler.flush()
 
 
 @pytest.fixture
@@ -49,16 +43,18 @@ async def test_the_agents_echo_is_not_a_turn_but_the_caller_still_interrupts(
     call_with_echo: Callable[..., Any], speech: Callable[[str], Path]
 ) -> None:
     call: PhoneCall = await call_with_echo()
-    call.phone.say(pcm8k(speech("Please read back my account number, slowly and clearly.")))
+    call.phone.say(telephone_pcm(speech("Please read back my account number, slowly and clearly.")))
     await call.until("response.done")
     await asyncio.sleep(4)  # the reply's echo has come and gone
     assert call.count("input_audio_buffer.committed") == 1, "the echo never became a turn"
     assert call.count("response.done") == 1
     # Now the caller talks over the next reply, at a caller's level: that interrupts.
-    call.phone.say(pcm8k(speech("I would like to hear the whole statement for last month.")))
+    call.phone.say(
+        telephone_pcm(speech("I would like to hear the whole statement for last month."))
+    )
     await call.until("output_audio_buffer.started", count=2)
     await asyncio.sleep(0.5)
-    call.phone.say(pcm8k(speech("Stop, stop, that is enough.")))
+    call.phone.say(telephone_pcm(speech("Stop, stop, that is enough.")))
     await call.until("response.done", count=2)
     done = [e["response"] for e in call.events if e["type"] == "response.done"]
     assert done[1]["status"] == "cancelled", done[1]
@@ -69,5 +65,5 @@ async def test_without_the_guard_the_same_echo_talks_to_itself(
 ) -> None:
     """The check above could not pass by luck: with the guard off, the echo is a turn."""
     call: PhoneCall = await call_with_echo("--vad-echo-guard-phones", "false")
-    call.phone.say(pcm8k(speech("Please read back my account number, slowly and clearly.")))
+    call.phone.say(telephone_pcm(speech("Please read back my account number, slowly and clearly.")))
     await call.until("input_audio_buffer.committed", count=2, timeout_s=30)

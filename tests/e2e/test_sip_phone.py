@@ -17,10 +17,9 @@ import pytest
 import websockets
 
 from app.audio.resample import Resampler
-from clients import load_wav
 from tests.support.baresip import Baresip, have_baresip
 from tests.support.server import ServerProcess, free_udp_port, until_in_use
-from tests.support.speech import transcribe, words
+from tests.support.speech import telephone_pcm, transcribe, words
 
 pytestmark = pytest.mark.e2e
 
@@ -34,8 +33,7 @@ def _baresip() -> None:
 def microphone(speech48k: Path, out: Path, *, lead_s: float = 1.0, tail_s: float = 60.0) -> Path:
     """What the phone says: the speech at 8 kHz, then silence for the rest of the call
     (baresip hangs up when its file source ends)."""
-    resampler = Resampler(8_000)
-    pcm = resampler.pcm(load_wav(str(speech48k)), 48_000) + resampler.flush()
+    pcm = telephone_pcm(speech48k)
     with wave.open(str(out), "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)

@@ -19,9 +19,8 @@ from twilio.request_validator import RequestValidator
 from app.audio import g711
 from app.audio.level import rms_db
 from app.audio.resample import Resampler
-from clients import load_wav
 from tests.support.server import ServerProcess, until_in_use
-from tests.support.speech import transcribe, words
+from tests.support.speech import telephone_pcm, transcribe, words
 
 pytestmark = pytest.mark.e2e
 
@@ -29,9 +28,7 @@ CHUNK = 160  # 20 ms of μ-law at 8 kHz, as Twilio sends it
 
 
 def ulaw_of(wav: Path) -> bytes:
-    resampler = Resampler(8_000)
-    pcm = resampler.pcm(load_wav(str(wav)), 48_000) + resampler.flush()
-    return g711.encode(pcm, "ulaw")
+    return g711.encode(telephone_pcm(wav), "ulaw")
 
 
 class Caller:
@@ -229,8 +226,7 @@ async def test_a_telnyx_stream_in_a_law_is_answered_in_its_own_terms(
 ) -> None:  # type: ignore[no-untyped-def]
     """Telnyx's variant: `stream_id`, `start.media_format` (here PCMA), `error` frames, and
     media tracks of which only the caller's is ours to hear."""
-    resampler = Resampler(8_000)
-    said = resampler.pcm(load_wav(str(speech("Please read back my account number."))), 48_000)
+    said = telephone_pcm(speech("Please read back my account number."))
     alaw = g711.encode(said + bytes(8_000 * 2), "alaw")  # then a second of silence
     fmt = {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}
     start = {"call_control_id": "v3:c1", "media_format": fmt}

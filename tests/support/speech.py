@@ -72,3 +72,9 @@ def transcribe(model: Any, samples48k: np.ndarray) -> str:
     audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
     segments, _ = model.transcribe(audio, language="en", beam_size=1)
     return " ".join(segment.text for segment in segments)
+
+
+def telephone_pcm(wav48k: Path) -> bytes:
+    """A 48 kHz mono WAV (as speak_to_wav writes) as s16 PCM at 8 kHz: a phone line's."""
+    resampler = Resampler(8_000)
+    return resampler.pcm(load_wav(str(wav48k)), 48_000) + resampler.flush()
