@@ -118,9 +118,14 @@ async def test_bye_from_the_caller_frees_the_slot_and_unknown_dialogs_get_481(
 async def test_malformed_sip_gets_400_and_the_endpoint_goes_on(
     start_server: Callable[..., ServerProcess], phone: SipPeer
 ) -> None:
-    _, port = sip_server(start_server)
+    # A call in progress, which none of this may disturb (it sends no RTP: no media timeout).
+    server, port = sip_server(start_server, "--pool-media-timeout-s", "120")
+    call_id, _ = phone.invite(port)
+    ok = await phone.final(call_id=call_id)
+    phone.request("ACK", port, call_id=call_id, to_tag=ok.to_tag)
+    await until_in_use(server.url, 1, state="active")
     good = phone.request("OPTIONS", port, call_id="c1")
-    assert (await phone.final()).status == 200
+    assert (await phone.final(call_id="c1")).status == 200
     phone.send(good.replace(b"CSeq: 1 OPTIONS", b"CSeq: one OPTIONS"), port)
     bad = await phone.final()
     assert bad.status == 400 and "CSeq" in bad.reason
@@ -136,6 +141,10 @@ async def test_malformed_sip_gets_400_and_the_endpoint_goes_on(
     assert (options.status, options.call_id) == (200, "c3"), "still serving"
     with pytest.raises(TimeoutError):
         await phone.next(timeout_s=0.5)  # the garbage got no answer at all
+    pool = (await until_in_use(server.url, 1, state="active"))["slots"]
+    assert [slot["transport"] for slot in pool if slot["state"] == "active"] == ["sip"]
+    phone.request("BYE", port, call_id=call_id, cseq=2, to_tag=ok.to_tag)
+    assert (await phone.final(call_id=call_id, cseq=2)).status == 200, "the call went on"
 
 
 async def test_digest_authentication_and_the_allowlist(
