@@ -159,10 +159,12 @@ class SipServer(asyncio.DatagramProtocol):
     def _invite(self, request: SipMessage, source: tuple[str, int]) -> None:
         dialog = self._dialogs.get(request.call_id)
         if dialog is not None:
-            if dialog.invite.branch == request.branch and dialog.final is None:
-                self._reply(request, source, 100, "Trying")
-            else:
+            if dialog.invite.branch != request.branch:  # the same call by another path
                 self._reply(request, source, 482, "Loop Detected")
+            elif dialog.final is not None:  # a retransmission: our 200 was lost
+                self._send(dialog.final, source)
+            else:
+                self._reply(request, source, 100, "Trying")
             return
         if self._auth is not None and not self._authorized(request, source):
             return

@@ -60,11 +60,16 @@ async def test_a_call_is_answered_acked_and_hung_up_by_us(
 async def test_without_an_ack_the_answer_is_repeated(
     start_server: Callable[..., ServerProcess], phone: SipPeer
 ) -> None:
-    _, port = sip_server(start_server)
-    phone.invite(port)
+    server, port = sip_server(start_server)
+    call_id, branch = phone.invite(port)
     finals = [await phone.final() for _ in range(3)]  # at 0, 0.5 and 1.5 s
     assert [m.status for m in finals] == [200, 200, 200]
     assert len({m.to_tag for m in finals}) == 1, "the same answer, not new dialogs"
+    # The caller, missing them all, sends its INVITE again: the same 200, the same call.
+    phone.invite(port, call_id=call_id, branch=branch)
+    again = await phone.final(call_id=call_id)
+    assert (again.status, again.to_tag) == (200, finals[0].to_tag)
+    assert (await until_in_use(server.url, 1))["in_use"] == 1
 
 
 async def test_refusals_no_common_codec_full_pool_and_retransmissions(

@@ -85,11 +85,12 @@ class SipPeer(asyncio.DatagramProtocol):
         *,
         formats: str = "0 8 101",
         call_id: str | None = None,
+        branch: str | None = None,
         rtp_port: int = 40_000,
         **kwargs: object,
     ) -> tuple[str, str]:
         """Send an INVITE with an offer; return its Call-ID and branch."""
-        call_id, branch = call_id or secrets.token_hex(8), sip.new_branch()
+        call_id, branch = call_id or secrets.token_hex(8), branch or sip.new_branch()
         offer = OFFER.format(port=rtp_port, formats=formats).encode()
         self.request("INVITE", port, call_id=call_id, branch=branch, body=offer, **kwargs)  # type: ignore[arg-type]
         return call_id, branch
