@@ -298,6 +298,13 @@ class TtsSettings(BaseModel):
         "CPUExecutionProvider", description="onnxruntime execution provider, e.g. CUDA."
     )
     threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 lets it choose.")
+    # extended, not all: all's layout transforms cost the int8 convolutions ~7% more
+    # on an AVX2 CPU without VNNI (bench/tts.py, README).
+    optimization: Literal["disabled", "basic", "extended", "all"] = Field(
+        "extended",
+        description="onnxruntime's graph optimization level for Kokoro (bench/tts.py "
+        "measures each).",
+    )
     concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
     # 4: Kokoro's cost grows with the text, and on 2 CPU cores each word of the
     # first piece is ~90 ms more silence before the voice starts (README table).

@@ -16,6 +16,13 @@ from app.errors import EngineError
 log = logging.getLogger(__name__)
 
 KOKORO_RATE = 24_000
+# tts.optimization -> onnxruntime's GraphOptimizationLevel
+OPTIMIZATION = {
+    "disabled": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,8 @@ class KokoroTTS:
             model, voices = model or bundled_model, voices or bundled_voices
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = settings.threads or default_threads()
+        level = OPTIMIZATION[settings.optimization]
+        options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, level)
         available = onnxruntime.get_available_providers()
         if settings.provider not in available:
             raise EngineError(
