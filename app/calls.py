@@ -42,6 +42,7 @@ from app.session.pool import Slot, SlotPool
 from app.session.refusals import OptionError
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
+from app.session.speculation import SpeculationStats
 from app.sip.leg import SipLeg
 from app.sip.sdp import AudioOffer
 from app.tasks import cancel_task, spawn
@@ -126,6 +127,7 @@ class CallManager:
         self.responder: Responder | None = None  # set once the engines are loaded
         self._engines: Engines | None = None
         self.turn_model: TurnModel | None = None  # semantic_vad, where it could be loaded
+        self.speculation = SpeculationStats()  # over every session since the start
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -312,6 +314,7 @@ class CallManager:
             deliver,
             output_level=output_level,
             turn_model=self.turn_model,
+            speculation=self.speculation,
         )
 
     async def _run(self, call: Call) -> None:

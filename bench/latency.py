@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import psutil
 
 from app.session.timings import STAGES
@@ -146,11 +147,14 @@ async def run_concurrent(
 async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]) -> None:
     print(machine())
     idle_rss = rss_mb(pid) if pid else None
+    before = await speculation(url)
     one = await run_concurrent(url, pid, 1, turns, wavs)
     report("1 session", one.results, one.cpu_pct)
+    before = report_speculation(before, await speculation(url))
     if sessions > 1:
         many = await run_concurrent(url, pid, sessions, turns, wavs)
         report(f"{sessions} sessions", many.results, many.cpu_pct)
+        report_speculation(before, await speculation(url))
         if one.rss_mb is not None and many.rss_mb is not None:
             print(
                 f"RSS with {sessions} sessions connected after their turns: {many.rss_mb:.0f} MB "
@@ -158,6 +162,21 @@ async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: li
             )
     if idle_rss is not None:
         print(f"RSS idle (engines loaded): {idle_rss:.0f} MB; with 1 session: {one.rss_mb:.0f} MB")
+
+
+async def speculation(url: str) -> dict[str, int]:
+    """The server's speculation counters (GET /v1/stats), over every session so far."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        counters: dict[str, int] = (await http.get(f"{url}/v1/stats")).json()["speculation"]
+    return counters
+
+
+def report_speculation(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Print how many replies begun in a pause were kept and thrown away; return `after`."""
+    started, kept, dropped = (after[k] - before[k] for k in ("started", "kept", "dropped"))
+    share = f" ({kept / started:.0%} used)" if started else ""
+    print(f"speculation: {started} replies begun in a pause, {kept} kept{share}, {dropped} dropped")
+    return after
 
 
 def report(label: str, results: Results, cpu_pct: float | None) -> None:

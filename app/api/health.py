@@ -47,6 +47,7 @@ async def stats(request: Request) -> dict[str, Any]:
         "threads": process.num_threads(),
         "open_fds": process.num_fds(),
         "rss_mb": round(process.memory_info().rss / 2**20, 1),
+        "speculation": calls_of(request).speculation.snapshot(),
     }
 
 

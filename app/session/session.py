@@ -36,6 +36,7 @@ from app.session.refusals import (
 )
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder
+from app.session.speculation import SpeculationStats
 from app.session.turn import Job, ReplyRequest, UserTurn
 from app.session.turn_taking import TurnCallbacks, TurnTaking
 from app.tasks import CloseOnce, OneShot, cancel_task, spawn
@@ -68,15 +69,18 @@ class Session:
         *,
         output_level: OutputLevel | None = None,
         turn_model: TurnModel | None = None,
+        speculation: SpeculationStats | None = None,
     ) -> None:
         """`output_level`: how loud the agent's voice went out lately (dBFS), where the
         transport can tell; the echo guard weighs the user's speech against it.
-        `turn_model`: for semantic_vad (shared, like the engines)."""
+        `turn_model`: for semantic_vad (shared, like the engines). `speculation`: where
+        to count speculative replies kept and dropped (the process's, usually)."""
         self.id = session_id
         self._settings = settings
         self._responder = responder
         self._emit = emit
         self._turn_model = turn_model
+        self.speculation = speculation or SpeculationStats()
         self.options = SessionOptions.from_settings(settings)
         if self.options.semantic and turn_model is None:
             log.warning("no turn model loaded: turns end by silence", extra={"session_id": self.id})
@@ -301,6 +305,7 @@ class Session:
         turn, self._speculative = self._speculative, None
         if turn is not None:
             turn.confirm()
+            self.speculation.kept += 1
             log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
         else:
             respond = self.options.create_response
@@ -338,6 +343,7 @@ class Session:
         respond = self.options.create_response
         self._speculative = UserTurn(self.id, audio, self._item_id, ended=False, respond=respond)
         self._jobs.put_nowait(self._speculative)
+        self.speculation.started += 1
         log.debug("speculating on a pause", extra={"session_id": self.id})
 
     def _abandon_speculation(self) -> None:
@@ -345,6 +351,7 @@ class Session:
         if turn is None:
             return
         turn.abandoned = True
+        self.speculation.dropped += 1
         if turn.task is not None:
             turn.task.cancel()
         log.debug("speech resumed; speculative reply dropped", extra={"session_id": self.id})

@@ -38,6 +38,7 @@ async def test_a_speculative_reply_stays_silent_until_the_turn_ends() -> None:
     assert all(ms >= 0 for ms in done.timings_ms.values())
     assert [m["role"] for m in engines.llm.prompts[0]] == ["system", "user"]
     assert len(session.history) == 2
+    assert session.speculation.snapshot() == {"started": 1, "kept": 1, "dropped": 0}
     await session.close()
 
 
@@ -63,6 +64,8 @@ async def test_speech_that_resumes_discards_the_speculative_reply() -> None:
     assert engines.stt.heard[-1] > engines.stt.heard[0]
     assert transcripts[0].transcript == f"question of {engines.stt.heard[-1] // 32} ms"
     assert len(session.history) == 2
+    # The first pause's reply was dropped; the final silence's was kept.
+    assert session.speculation.snapshot() == {"started": 2, "kept": 1, "dropped": 1}
     await session.close()
 
 
@@ -75,6 +78,7 @@ async def test_without_speculation_work_starts_at_the_end_of_the_turn() -> None:
     session.push_audio(silence(200))
     await wait_for(sent, msg.ReplyEnded)
     assert engines.stt.heard and audio.writes
+    assert session.speculation.started == 0
     await session.close()
 
 
