@@ -22,13 +22,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import psutil
 
 from app.session.timings import STAGES
 from bench import machine
 from clients import AgentClient, load_wav
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, server_stats
 from tests.support.speech import speak_to_wav
 
 PROMPTS = [
@@ -165,9 +164,8 @@ async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: li
 
 
 async def speculation(url: str) -> dict[str, int]:
-    """The server's speculation counters (GET /v1/stats), over every session so far."""
-    async with httpx.AsyncClient(timeout=10) as http:
-        counters: dict[str, int] = (await http.get(f"{url}/v1/stats")).json()["speculation"]
+    """The server's speculation counters, over every session so far."""
+    counters: dict[str, int] = (await server_stats(url))["speculation"]
     return counters
 
 

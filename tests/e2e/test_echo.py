@@ -11,7 +11,7 @@ import pytest
 
 from app.audio.level import rms_db
 from clients import AgentClient, load_wav
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, server_stats
 
 pytestmark = pytest.mark.e2e
 
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.e2e
 async def test_echo_plays_the_utterance_back(
     echo_server: ServerProcess, speech: Callable[[str], Path], codecs: tuple[str, ...]
 ) -> None:
+    before = (await server_stats(echo_server.url))["speculation"]
     client = AgentClient(echo_server.url, codecs)
     await client.connect()
     try:
@@ -36,6 +37,9 @@ async def test_echo_plays_the_utterance_back(
         await client.close()
     assert done["response"]["status"] == "completed"
     assert "first_frame_sent" in done["response"]["timings_ms"]
+    # The reply was begun in the pause before the turn ended, and kept: /v1/stats counts it.
+    after = (await server_stats(echo_server.url))["speculation"]
+    assert after["started"] - before["started"] == after["kept"] - before["kept"] == 1
     rate = client.recording.rate
     assert rate == (8_000 if codecs else 48_000)
     echoed = client.recording.audio(since=client.mic.speech_ended_at)

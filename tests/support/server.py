@@ -85,3 +85,10 @@ async def until_in_use(
                 return pool
             await asyncio.sleep(0.1)
     raise AssertionError(f"never {count} slots {state or 'in use'} at {url}: {pool}")
+
+
+async def server_stats(url: str) -> dict:
+    """GET /v1/stats: the process's gauges and counters."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        stats: dict = (await http.get(f"{url}/v1/stats")).json()
+    return stats
