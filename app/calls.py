@@ -1,11 +1,11 @@
 """Binds a transport, a dialect, a pool slot and a Session into one call, and ends it cleanly.
 
-A call is made of:
-- a transport, how the client is reached (an aiortc peer, a WebSocket);
-- a dialect, how the client talks (the OpenAI Realtime events, app/realtime),
-  which drives the Session with verbs and words its messages. Telephony media
-  streams and SIP call control are the next dialects; they plug in beside
-  Realtime here, with a transport of their own, and drive the same Session;
+A call is made of (app/call.py):
+- a transport, how the client is reached: an aiortc peer (/offer, Realtime calls,
+  WHIP), a WebSocket (Realtime, media streams), a SIP leg (plain RTP);
+- a dialect, how the client talks: the OpenAI Realtime events (app/realtime) or a
+  carrier's media stream (app/mediastream); it drives the Session with verbs and words
+  its messages;
 - the Session, the conversation itself, on a slot of the pool.
 """
 
@@ -16,22 +16,20 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from starlette.websockets import WebSocket
 
 from app.audio.g711 import RATE as G711_RATE
+from app.call import ENDINGS, Call, configure
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
-from app.errors import EngineError, NotFound, NotReady, SignallingError
+from app.errors import EngineError, NotFound, NotReady
 from app.ids import new_id
 from app.mediastream.playout import MarkedPlayout
 from app.mediastream.twilio import RATE as TWILIO_RATE
 from app.mediastream.twilio import TwilioDialect
 from app.realtime.dialect import RealtimeDialect
-from app.realtime.session_config import PARAMS
 from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.datachannel import EventChannel
 from app.rtc.peer import RtcPeer
@@ -39,7 +37,6 @@ from app.session.audio_out import AudioOut
 from app.session.messages import SessionMessage
 from app.session.options import OptionChanges
 from app.session.pool import Slot, SlotPool
-from app.session.refusals import OptionError
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
 from app.session.speculation import SpeculationStats
@@ -50,72 +47,6 @@ from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
-
-
-# Why a call ended, as its dialect tells the client at the end.
-ENDINGS = {
-    "connect_timeout": "the peer did not connect in time",
-    "media_timeout": "no audio arrived from the peer",
-    "idle_timeout": "nobody spoke for too long",
-    "session_expired": "the session reached its maximum duration",
-    "hangup": "the call was hung up",
-    "shutdown": "the server is shutting down",
-}
-
-
-class Transport(Protocol):
-    """How a call reaches its client: a WebRTC peer or a WebSocket."""
-
-    ended: asyncio.Event
-    watches_media: bool  # silence on the wire means the client is gone
-
-    async def wait_connected(self, timeout_s: float) -> bool: ...
-
-    def last_input_at(self) -> float | None: ...
-
-    async def flush(self, timeout_s: float) -> None:
-        """Give what is queued for the client a chance to leave."""
-        ...
-
-    async def close(self) -> None: ...
-
-
-class Dialect(Protocol):
-    """How a call's client talks. It drives the Session with verbs; these are the rest."""
-
-    def deliver(self, message: SessionMessage) -> None:
-        """A message from the session, to word for the client."""
-        ...
-
-    def call_ended(self, code: str, message: str) -> None:
-        """The call is over (a code from ENDINGS): the last thing the client hears."""
-        ...
-
-
-def _configure(session: Session, changes: Sequence[OptionChanges]) -> None:
-    """A call's session config (from its client secret, its offer), before it starts."""
-    for change in changes:
-        try:
-            session.configure(change)
-        except OptionError as exc:
-            param = PARAMS.get(exc.option, exc.option)
-            raise SignallingError(f"session config: {exc} ({param})") from exc
-
-
-@dataclass(slots=True)
-class Call:
-    slot: Slot
-    transport: Transport
-    dialect: Dialect
-    session: Session
-    started: float = field(default_factory=time.monotonic)
-    supervisor: asyncio.Task[None] | None = None
-    stop_reason: str | None = None
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def request_stop(self, reason: str) -> None:
-        self.stop_reason = self.stop_reason or reason
-        self.stop.set()
 
 
 class CallManager:
@@ -191,9 +122,7 @@ class CallManager:
         Returns (answer_sdp, session_id). `changes` configure the session first, in order.
         `via` names the signalling in /v1/pool (webrtc, whip).
         """
-        responder = self._responder_or_refuse()
-        session_id = self._new_session_id()
-        slot = self.pool.claim(session_id, via)
+        responder, session_id, slot = self._claim(via)
         server = self.settings.server
         peer = RtcPeer(session_id, server.ice_config(), dtx=server.opus_dtx)
         try:
@@ -209,7 +138,7 @@ class CallManager:
                 phone=peer.outbound.rate == G711_RATE,  # a G.711 leg is a phone line
             )
             dialect.attach(session)
-            _configure(session, changes)
+            configure(session, changes)
             peer.bind(session.push_audio, dialect.opened, dialect.receive)
         except BaseException:
             await peer.close()
@@ -222,9 +151,7 @@ class CallManager:
         self, websocket: WebSocket, changes: Sequence[OptionChanges] = ()
     ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
-        responder = self._responder_or_refuse()
-        session_id = self._new_session_id()
-        slot = self.pool.claim(session_id, "websocket")
+        responder, session_id, slot = self._claim("websocket")
         transport = WsTransport(websocket, session_id)
         dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
 
@@ -234,7 +161,7 @@ class CallManager:
         try:
             playout = SocketPlayout(session_id, REALTIME_RATE, push)
             session = self._session(session_id, responder, playout, dialect.deliver)
-            _configure(session, changes)
+            configure(session, changes)
         except BaseException:
             self.pool.release(slot)
             raise
@@ -245,9 +172,7 @@ class CallManager:
 
     async def serve_media_stream(self, websocket: WebSocket) -> None:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
-        responder = self._responder_or_refuse()
-        session_id = self._new_session_id()
-        slot = self.pool.claim(session_id, "media_stream")
+        responder, session_id, slot = self._claim("media_stream")
         transport = WsTransport(websocket, session_id)
         dialect = TwilioDialect(transport)
         try:
@@ -272,9 +197,7 @@ class CallManager:
 
         It has no event channel of its own; a sideband controller hears its events.
         """
-        responder = self._responder_or_refuse()
-        session_id = self._new_session_id()
-        slot = self.pool.claim(session_id, "sip")
+        responder, session_id, slot = self._claim("sip")
         leg = SipLeg(session_id, offer)
         try:
             dialect = RealtimeDialect(EventChannel(session_id), model=self.model, webrtc=True)
@@ -329,6 +252,12 @@ class CallManager:
         if call is None or call.slot.transport != via or not isinstance(call.transport, RtcPeer):
             raise NotFound(f"no {via} call {call_id!r}")
         return call.transport
+
+    def _claim(self, via: str) -> tuple[Responder, str, Slot]:
+        """What every new call starts with: the responder (or a refusal), an id, a slot."""
+        responder = self._responder_or_refuse()
+        session_id = self._new_session_id()
+        return responder, session_id, self.pool.claim(session_id, via)
 
     def _new_session_id(self) -> str:
         replica = self.settings.server.replica
