@@ -34,6 +34,7 @@ from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.datachannel import EventChannel
 from app.rtc.peer import RtcPeer
 from app.session.audio_out import AudioOut
+from app.session.interruption import InterruptionStats
 from app.session.messages import SessionMessage
 from app.session.options import OptionChanges
 from app.session.pool import Slot, SlotPool
@@ -58,7 +59,9 @@ class CallManager:
         self.responder: Responder | None = None  # set once the engines are loaded
         self._engines: Engines | None = None
         self.turn_model: TurnModel | None = None  # semantic_vad, where it could be loaded
-        self.speculation = SpeculationStats()  # over every session since the start
+        # Over every session since the start.
+        self.speculation = SpeculationStats()
+        self.interruptions = InterruptionStats()
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -238,6 +241,7 @@ class CallManager:
             output_level=output_level,
             turn_model=self.turn_model,
             speculation=self.speculation,
+            interruptions=self.interruptions,
         )
 
     async def _run(self, call: Call) -> None:

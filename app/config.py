@@ -155,6 +155,21 @@ class VadSettings(BaseModel):
     interrupt_min_speech_ms: int = Field(
         300, ge=0, le=5000, description="Speech needed during a reply before it is interrupted."
     )
+    # LiveKit Agents and pipecat take false interruptions back; OpenAI's API does not.
+    interrupt_mode: Literal["pause", "cancel"] = Field(
+        "pause",
+        description="What a barge-in does to a reply the server paces (WebRTC, WHIP, SIP): "
+        "pause its audio, and resume it if the speech turns out to be no turn (no words, "
+        "or only a backchannel such as 'mm-hm') within resume_window_ms; or cancel it at "
+        "once. Replies sent over a socket (WebSocket, media streams) are always cancelled.",
+    )
+    resume_window_ms: int = Field(
+        1500,
+        ge=100,
+        le=10_000,
+        description="interrupt_mode pause: how long a paused reply waits for the "
+        "interruption to show it is no turn; the user still talking then cancels it.",
+    )
     echo_guard: bool = Field(
         False,
         description="For clients without echo cancellation (speakerphones, some SIP "

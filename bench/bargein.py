@@ -53,6 +53,31 @@ class Trial:
         return str(self.first["status"])
 
 
+async def speak_over_the_reply(
+    client: AgentClient, question: np.ndarray, interruption: np.ndarray, *, after_s: float,
+    timeout_s: float,
+) -> None:  # fmt: skip
+    """Ask, let the reply play `after_s`, and say `interruption` over it."""
+    client.mic.say(question)
+    await client.wait_for("response.created", timeout_s=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while (
+        started := client.recording.first_voice_after(client.event_time("response.created"))
+    ) is None:  # noqa: E501
+        if time.monotonic() > deadline:
+            raise TimeoutError("the reply never became audible")
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(max(0.0, started + after_s - time.monotonic()))
+    # Speak over audible reply audio: on a slow CPU the next clause can be late,
+    # leaving a gap with nothing to stop. Leading silence is cut for the same aim.
+    for _ in range(500):
+        last = client.recording.last_voice_at()
+        if last is not None and time.monotonic() - last < AUDIBLE_WITHIN_S:
+            break
+        await asyncio.sleep(0.01)
+    client.mic.say(np.trim_zeros(interruption, "f"))
+
+
 async def barge_in(
     url: str, question: np.ndarray, interruption: np.ndarray, *, after_s: float = 1.5,
     timeout_s: float = 120.0,
@@ -61,24 +86,9 @@ async def barge_in(
     client = AgentClient(url)
     await client.connect()
     try:
-        client.mic.say(question)
-        await client.wait_for("response.created", timeout_s=timeout_s)
-        deadline = time.monotonic() + timeout_s
-        while (
-            started := client.recording.first_voice_after(client.event_time("response.created"))
-        ) is None:  # noqa: E501
-            if time.monotonic() > deadline:
-                raise TimeoutError("the reply never became audible")
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(max(0.0, started + after_s - time.monotonic()))
-        # Speak over audible reply audio: on a slow CPU the next clause can be late,
-        # leaving a gap with nothing to stop. Leading silence is cut for the same aim.
-        for _ in range(500):
-            last = client.recording.last_voice_at()
-            if last is not None and time.monotonic() - last < AUDIBLE_WITHIN_S:
-                break
-            await asyncio.sleep(0.01)
-        client.mic.say(np.trim_zeros(interruption, "f"))
+        await speak_over_the_reply(
+            client, question, interruption, after_s=after_s, timeout_s=timeout_s
+        )
         first = (await client.wait_for("response.done", timeout_s=timeout_s))["response"]
         await client.wait_for("response.created", count=2, timeout_s=timeout_s)
         onset = client.mic.speech_started_at

@@ -7,6 +7,8 @@ with the real turn model, and prints:
 - for finished questions, how long after the last word the turn ended (p50/p95);
 - for phrases with a hesitation in the middle ("I want to ... order a pizza"),
   how often the turn was cut at the hesitation;
+- how often a reply would be begun speculatively, and how often that work is thrown
+  away because the user went on (as the session counts it in /v1/stats);
 - how long the turn model takes to answer.
 It prints figures; it asserts nothing.
 """
@@ -105,18 +107,25 @@ async def main() -> None:
         hesitant = [recording(Path(folder), *parts) for parts in HESITANT]
         for name, options in modes(settings).items():
             delays: list[float] = []
+            speculation = Speculation()
             for audio, last_word_s in finished:
-                ends = await turn_ends(settings, options, timed, audio, last_word_s + 4.5)
+                ends = await turn_ends(
+                    settings, options, timed, audio, last_word_s + 4.5, speculation
+                )
                 if ends:
                     delays.append((ends[0] - last_word_s) * 1000)
             cut = 0
             for audio, last_word_s in hesitant:
-                ends = await turn_ends(settings, options, timed, audio, last_word_s + 4.5)
+                ends = await turn_ends(
+                    settings, options, timed, audio, last_word_s + 4.5, speculation
+                )
                 cut += bool(ends) and ends[0] < last_word_s - 0.3
             print(
                 f"{name:22s} finished: end of turn {percentile(delays, 50):5.0f} ms p50, "
                 f"{percentile(delays, 95):5.0f} p95 after the last word ({len(delays)} of "
-                f"{len(finished)}) | hesitant: cut at the pause {cut} of {len(hesitant)}"
+                f"{len(finished)}) | hesitant: cut at the pause {cut} of {len(hesitant)} | "
+                f"speculative replies: {speculation.started} begun, {speculation.dropped} "
+                "thrown away"
             )
     print(
         f"turn model: {percentile(asked_ms, 50):.0f} ms p50, {percentile(asked_ms, 95):.0f} "
@@ -125,20 +134,52 @@ async def main() -> None:
     model.close()
 
 
+class Speculation:
+    """What the session would do with its speculative replies: one at a time, begun at a
+    pause, thrown away when the user speaks on, kept when the turn ends."""
+
+    def __init__(self) -> None:
+        self.started = self.dropped = 0
+        self._outstanding = False
+
+    def paused(self, _audio: bytes) -> None:
+        if not self._outstanding:
+            self._outstanding = True
+            self.started += 1
+
+    def resumed(self) -> None:
+        if self._outstanding:
+            self._outstanding = False
+            self.dropped += 1
+
+    def ended(self) -> None:
+        self._outstanding = False
+
+
 async def turn_ends(
-    settings: Settings, options: SessionOptions, model: TurnModel, audio: np.ndarray, stop_s: float
+    settings: Settings,
+    options: SessionOptions,
+    model: TurnModel,
+    audio: np.ndarray,
+    stop_s: float,
+    speculation: Speculation,
 ) -> list[float]:
     ends: list[float] = []
     clock = {"start": 0.0}
 
     def ended(event: SpeechEnded) -> None:
         ends.append(time.monotonic() - clock["start"])
+        speculation.ended()
 
     def ignore(*_: object) -> None:
         return None
 
     callbacks = TurnCallbacks(
-        started=ignore, paused=ignore, resumed=ignore, ended=ended, interrupted=ignore
+        started=ignore,
+        paused=speculation.paused,
+        resumed=speculation.resumed,
+        ended=ended,
+        interrupted=ignore,
     )
     turns = TurnTaking("bench", settings, callbacks, turn_model=model, output_level=None)
     turns.configure(options)

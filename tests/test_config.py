@@ -77,6 +77,7 @@ OTHER_VALUES: dict[str, object] = {
     "server.log_level": "debug",
     "vad.frame_ms": 10,
     "vad.aggressiveness": 3,
+    "vad.interrupt_mode": "cancel",
     "stt.min_window_s": 20.0,
     "llm.temperature": 0.5,
     "tts.speed": 1.5,

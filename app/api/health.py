@@ -48,6 +48,7 @@ async def stats(request: Request) -> dict[str, Any]:
         "open_fds": process.num_fds(),
         "rss_mb": round(process.memory_info().rss / 2**20, 1),
         "speculation": calls_of(request).speculation.snapshot(),
+        "interruptions": calls_of(request).interruptions.snapshot(),
     }
 
 
@@ -74,5 +75,7 @@ async def client_config(request: Request) -> dict[str, Any]:
             "silence_ms": settings.vad.silence_ms,
             "interrupt_response": settings.vad.interrupt_response,
             "interrupt_min_speech_ms": settings.vad.interrupt_min_speech_ms,
+            "interrupt_mode": settings.vad.interrupt_mode,
+            "resume_window_ms": settings.vad.resume_window_ms,
         },
     }

@@ -73,6 +73,12 @@ class MarkedPlayout:
     ) -> int:
         return await self._clock.write(pcm, on_start, session_id=session_id)
 
+    def pause(self) -> bool:
+        """Media streams can only clear the carrier's buffer, not hold it."""
+        return False
+
+    def resume(self) -> None: ...
+
     def clear(self) -> int:
         """What the carrier still holds is dropped (the dialect sends `clear`); only what
         its marks said was played counts as heard."""

@@ -184,17 +184,17 @@ class RealtimeDialect:
                 session.clear_input()
                 self._send(events.input_cleared())
             case cmd.ItemCreate(item=cmd.FunctionCallOutputItem() as output):
-                session.add_tool_output(output.call_id, output.output, output.id)
+                session.items.add_tool_output(output.call_id, output.output, output.id)
             case cmd.ItemCreate(item=cmd.MessageItem() as item):
-                session.add_item(item.role, item.text, item.id)
+                session.items.add(item.role, item.text, item.id)
             case cmd.ItemRetrieve(item_id=item_id):
-                message = session.retrieve_item(item_id)
+                message = session.items.retrieve(item_id)
                 kept = _pcm24k_base64(message.audio) if message.audio is not None else None
                 self._send(events.item_retrieved(message, kept))
             case cmd.ItemDelete(item_id=item_id):
-                session.delete_item(item_id)
+                session.items.delete(item_id)
             case cmd.ItemTruncate(item_id=item_id, audio_end_ms=audio_end_ms):
-                session.truncate_item(item_id, audio_end_ms)
+                session.items.truncate(item_id, audio_end_ms)
             case cmd.ResponseCreate(response=options):
                 session.create_response(options.instructions if options else None)
             case cmd.ResponseCancel(response_id=response_id):

@@ -1,4 +1,5 @@
-"""The agent's voice: a paced outbound audio track with clear() and a playout position."""
+"""The agent's voice: a paced outbound audio track with clear(), pause() and a playout
+position."""
 
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ class PacedAudioTrack(MediaStreamTrack):
         self._queued = asyncio.Event()  # set while reply audio waits to be sent
         self._opus: OpusPacketizer | None = None
         self._dtx = False
+        self._paused = False  # send silence, keep the queue where it is
 
     def send_opus_packets(self, *, dtx: bool = True) -> None:
         """Encode here rather than in aiortc; only when Opus was negotiated."""
@@ -148,8 +150,17 @@ class PacedAudioTrack(MediaStreamTrack):
             self._queued.set()
         return start
 
+    def pause(self) -> bool:
+        """Hold what is queued and send silence until resume() or clear()."""
+        self._paused = True
+        return True
+
+    def resume(self) -> None:
+        self._paused = False
+
     def clear(self) -> int:
-        """Drop everything queued; return how many samples were dropped."""
+        """Drop everything queued (and end a pause); return how many samples were dropped."""
+        self._paused = False
         dropped = len(self._buffer) // 2
         self._buffer.clear()
         self._marks.clear()
@@ -200,6 +211,8 @@ class PacedAudioTrack(MediaStreamTrack):
         pts, delay = self._clock.next()
         if delay:
             await asyncio.sleep(delay)
+        if self._paused:
+            return None, pts
         chunk = bytes(self._buffer[: self._frame_bytes])
         del self._buffer[: len(chunk)]
         sent = len(chunk) // 2

@@ -71,7 +71,9 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
 
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
-        heard = await self._responder.transcribe(turn.audio, logprobs=options.logprobs)
+        heard = turn.heard or await self._responder.transcribe(
+            turn.audio, logprobs=options.logprobs
+        )
         said: list[ChatMessage] = []
         if heard is not None:
             turn.timings.mark("stt_done")
@@ -82,7 +84,7 @@ class Answerer:
                     log.info("empty transcript; no reply", extra={"session_id": self._session_id})
                 return
             said = [{"role": "user", "content": heard.text}]
-        await self._respond(turn, options, turn, lambda: self._prompt(options, said))
+        await self._respond(turn, options, turn, lambda: self._prompt(options, said, turn=turn))
 
     async def _reply(self, request: ReplyRequest, options: SessionOptions) -> None:
         instructions = request.instructions or options.instructions
@@ -92,9 +94,19 @@ class Answerer:
         )
 
     def _prompt(
-        self, options: SessionOptions, then: list[ChatMessage], instructions: str | None = None
+        self,
+        options: SessionOptions,
+        then: list[ChatMessage],
+        instructions: str | None = None,
+        *,
+        turn: UserTurn | None = None,
     ) -> list[ChatMessage]:
-        """The conversation for the LLM, with `then` after it (raises ConversationTooLong)."""
+        """The conversation for the LLM, with `then` after it (raises ConversationTooLong).
+
+        `then` says what the user said in `turn`: a turn that has ended is in the
+        history already, and is not said twice."""
+        if turn is not None and self._history.find(turn.item_id) is not None:
+            then = []
         start = self._history.prompt(
             instructions or options.instructions,
             limit=self._prompt_limit,

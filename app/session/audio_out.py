@@ -27,8 +27,17 @@ class AudioOut(Protocol):
         sample goes out. Raises EndOfStream once the peer is gone."""
         ...
 
+    def pause(self) -> bool:
+        """Hold what has not gone out, sending silence meanwhile; False where the
+        transport cannot (what was sent plays on the client's side)."""
+        ...
+
+    def resume(self) -> None:
+        """Go on from where pause() held it."""
+        ...
+
     def clear(self) -> int:
-        """Drop what has not gone out; return how many samples that was."""
+        """Drop what has not gone out (ending a pause); return how many samples that was."""
         ...
 
     async def wait_drained(self) -> None: ...

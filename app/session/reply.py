@@ -4,7 +4,9 @@ A reply ends exactly once: its audio finished playing (completed), something
 failed (failed), or it was interrupted (cancelled) by the user talking over it
 or by the client. Interrupting clears the audio within one frame, cancels the
 task producing the reply (which closes the LLM stream and drops pending TTS),
-and keeps in history only the words that went out before the cut.
+and keeps in history only the words that went out before the cut. While an
+interruption is being judged (interruption.py) the reply may be paused, then
+resumed or interrupted.
 """
 
 from __future__ import annotations
@@ -171,6 +173,15 @@ class Reply:
                 return
             self._emit(msg.ReplyAudioStopped(self.response_id))
         self._finish("completed" if error is None else "failed", self.text, error=error)
+
+    def pause(self) -> bool:
+        """Hold the audio where it is; False if the reply is over or its transport cannot
+        pause. The reply goes on being prepared meanwhile, up to the track's buffer."""
+        return not self.done and self.modality == "audio" and self._audio.pause()
+
+    def resume(self) -> None:
+        if not self.done:
+            self._audio.resume()
 
     def interrupt(self, reason: msg.CancelReason, *, heard_ms: float | None = None) -> bool:
         """Stop now: clear the audio, cancel the work, keep what was heard.

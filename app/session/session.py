@@ -11,28 +11,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Literal
 
 from app.audio.vad import SpeechEnded, SpeechStarted
 from app.config import Settings
+from app.engines.stt import Transcript
 from app.engines.turn import TurnModel
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.answer import Answerer
 from app.session.audio_out import AudioOut
 from app.session.history import History, Message
+from app.session.interruption import InterruptionCallbacks, Interruptions, InterruptionStats
+from app.session.items import Items
 from app.session.keypad import KEYS, Keypad, entry_text
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.session.refusals import (
-    BadTruncation,
     CannotAnswerText,
-    ItemExists,
-    ItemInUse,
     NoActiveResponse,
     NothingPlaying,
     NothingToCommit,
     ResponseInProgress,
-    UnknownItem,
 )
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder
@@ -70,11 +68,13 @@ class Session:
         output_level: OutputLevel | None = None,
         turn_model: TurnModel | None = None,
         speculation: SpeculationStats | None = None,
+        interruptions: InterruptionStats | None = None,
     ) -> None:
         """`output_level`: how loud the agent's voice went out lately (dBFS), where the
         transport can tell; the echo guard weighs the user's speech against it.
-        `turn_model`: for semantic_vad (shared, like the engines). `speculation`: where
-        to count speculative replies kept and dropped (the process's, usually)."""
+        `turn_model`: for semantic_vad (shared, like the engines). `speculation` and
+        `interruptions`: where to count speculative replies kept and dropped, and replies
+        paused, resumed and cancelled (the process's, usually)."""
         self.id = session_id
         self._settings = settings
         self._responder = responder
@@ -91,12 +91,13 @@ class Session:
             )
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
+        self.items = Items(self.history, emit, lambda: self.reply)
         callbacks = TurnCallbacks(
             started=self._speech_started,
             paused=self._speculate,
             resumed=self._abandon_speculation,
             ended=self._speech_ended,
-            interrupted=self._barge_in,
+            interrupted=self._talked_over,
         )
         self._turns = TurnTaking(
             session_id, settings, callbacks, turn_model=turn_model, output_level=output_level
@@ -113,6 +114,16 @@ class Session:
         self._worker: asyncio.Task[None] | None = None
         self._idle = OneShot(self._idle_timed_out)  # the idle timeout after a reply
         self._keypad = Keypad(settings.turn.keypad_pause_ms, self._keys_entered)
+        self._interruptions = Interruptions(
+            session_id,
+            InterruptionCallbacks(
+                transcribe=self._transcribe,
+                still_speaking=lambda: self._turns.speaking,
+                was_turn=self._committed,
+                was_no_turn=self._dropped,
+            ),
+            interruptions or InterruptionStats(),
+        )
         self._idle_from_ms = 0
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
@@ -203,63 +214,6 @@ class Session:
         self._turns.reset()
         self._abandon_speculation()
 
-    def add_item(
-        self, role: Literal["user", "assistant", "system"], text: str, item_id: str | None = None
-    ) -> None:
-        """Add a typed message to the conversation."""
-        item_id = item_id or new_id("item")
-        if self.history.find(item_id) is not None:
-            raise ItemExists(f"item id {item_id!r} is already in the conversation")
-        previous = self.history.last_item_id
-        self.history.add(Message(role, text, item_id))
-        self._emit(msg.TextItemAdded(item_id, role, text, previous))
-
-    def add_tool_output(self, call_id: str, output: str, item_id: str | None = None) -> None:
-        """The client's answer to a tool the agent called; create_response() to go on."""
-        item_id = item_id or new_id("item")
-        if self.history.find(item_id) is not None:
-            raise ItemExists(f"item id {item_id!r} is already in the conversation")
-        if self.history.find_call(call_id) is None:
-            raise UnknownItem(f"no function call with call_id {call_id!r}")
-        previous = self.history.last_item_id
-        self.history.add(Message("tool", output, item_id, call_id=call_id))
-        self._emit(msg.ToolOutputAdded(item_id, call_id, output, previous))
-
-    def retrieve_item(self, item_id: str) -> Message:
-        """An item as stored (a user's speech only while it is kept)."""
-        message = self.history.find(item_id)
-        if message is None:
-            raise UnknownItem(f"no item {item_id!r}")
-        return message
-
-    def delete_item(self, item_id: str) -> None:
-        reply = self.reply
-        if reply is not None and reply.item_id == item_id:
-            raise ItemInUse("that item is still being spoken; cancel the response first")
-        if not self.history.remove(item_id):
-            raise UnknownItem(f"no item {item_id!r}")
-        self._emit(msg.ItemDeleted(item_id))
-
-    def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
-        """Only the first `audio_end_ms` of a reply were heard: forget the rest.
-
-        A truncation can only shrink what counts as heard, never add to it.
-        """
-        reply = self.reply
-        if reply is not None and reply.item_id == item_id:
-            reply.interrupt("client_cancelled", heard_ms=audio_end_ms)
-            return
-        message = self.history.find(item_id)
-        if message is None or message.role != "assistant":
-            raise UnknownItem(f"no assistant item {item_id!r}")
-        if audio_end_ms > message.audio_ms:
-            raise BadTruncation(
-                f"audio_end_ms {audio_end_ms} is past the end of the item's audio "
-                f"({message.audio_ms:.0f} ms)"
-            )
-        self.history.truncate(message, audio_end_ms)
-        self._emit(msg.ItemTruncated(item_id, audio_end_ms))
-
     def create_response(self, instructions: str | None = None) -> None:
         """Answer from the conversation as it stands; `instructions` for this reply only."""
         if not self._responder.answers_text:
@@ -291,16 +245,28 @@ class Session:
 
     def _speech_ended(self, event: SpeechEnded) -> None:
         self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms))
+        item_id, self._item_id = self._item_id, new_id("item")
         if self._turns.echo_only:
             self._abandon_speculation()
-            log.info("dropped an utterance as echo", extra={"session_id": self.id})
-            self._item_id = new_id("item")
+            self._dropped(item_id, "as echo")
+        elif self._interruptions.pending:
+            self._interruptions.ended(event.audio, item_id)
         else:
-            self._committed(event.audio)
+            self._committed(event.audio, item_id)
 
-    def _committed(self, audio: bytes) -> None:
-        """The user's turn is over: a user item exists; transcribe it, maybe answer it."""
-        item_id, self._item_id = self._item_id, new_id("item")
+    async def _transcribe(self, audio: bytes) -> Transcript | None:
+        return await self._responder.transcribe(audio, logprobs=self.options.logprobs)
+
+    def _dropped(self, item_id: str, why: str = "as no turn") -> None:
+        log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
+
+    def _committed(
+        self, audio: bytes, item_id: str | None = None, heard: Transcript | None = None
+    ) -> None:
+        """The user's turn is over: a user item exists; transcribe it (unless `heard`
+        already is its transcript), maybe answer it."""
+        if item_id is None:
+            item_id, self._item_id = self._item_id, new_id("item")
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
         turn, self._speculative = self._speculative, None
         if turn is not None:
@@ -309,12 +275,13 @@ class Session:
             log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
         else:
             respond = self.options.create_response
-            self._enqueue(UserTurn(self.id, audio, item_id, ended=True, respond=respond))
+            turn = UserTurn(self.id, audio, item_id, ended=True, respond=respond, heard=heard)
+            self._enqueue(turn)
 
     def _keys_entered(self, keys: str) -> None:
         """An entry on the keypad is the user's turn: it cuts the agent short, as keys do
         on any phone menu, and is answered like speech."""
-        self.add_item("user", entry_text(keys))
+        self.items.add("user", entry_text(keys))
         if not (self.options.create_response and self._responder.answers_text):
             return
         self._barge_in()
@@ -325,6 +292,17 @@ class Session:
         limit = int(self._settings.vad.max_utterance_s * 1000 * BYTES_PER_MS)
         if len(self._manual) > limit:
             del self._manual[: len(self._manual) - limit]
+
+    def _talked_over(self) -> None:
+        """The user spoke over the reply long enough: hold it while that is judged, or
+        cut it now (interrupt_mode cancel, or a reply the transport cannot hold)."""
+        reply = self.reply
+        if reply is None:
+            return
+        vad = self.options.vad or self._settings.vad
+        window_s = vad.resume_window_ms / 1000
+        if not (vad.interrupt_mode == "pause" and self._interruptions.pause(reply, window_s)):
+            reply.interrupt("turn_detected")
 
     def _barge_in(self) -> None:
         reply = self.reply
@@ -412,6 +390,7 @@ class Session:
         self._idle.cancel()
         self._keypad.close()
         await self._turns.close()
+        await self._interruptions.close()
         reply = self._job.task if self._job is not None else None
         tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]
         for task in tasks:

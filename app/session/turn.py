@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.engines.stt import Transcript
 from app.session.reply import Reply
 from app.session.timings import TurnTimings
 
@@ -30,10 +31,18 @@ class UserTurn(Job):
     """What the user said (16 kHz mono s16), waiting for or getting its answer."""
 
     def __init__(
-        self, session_id: str, audio: bytes, item_id: str, *, ended: bool, respond: bool = True
+        self,
+        session_id: str,
+        audio: bytes,
+        item_id: str,
+        *,
+        ended: bool,
+        respond: bool = True,
+        heard: Transcript | None = None,
     ) -> None:
         super().__init__(session_id, TurnTimings(ended=ended))
         self.audio = audio
+        self.heard = heard  # its transcript, if one was made already
         self.item_id = item_id
         self.respond = respond  # False: transcribe and keep it only (create_response off)
         self._ended = asyncio.Event()

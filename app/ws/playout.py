@@ -84,6 +84,12 @@ class SocketPlayout:
             default=SILENT_DB,
         )
 
+    def pause(self) -> bool:
+        """What was sent plays on the client's side: only the client could pause it."""
+        return False
+
+    def resume(self) -> None: ...
+
     def clear(self) -> int:
         """What was sent cannot be unsent: the client stops its own playback on
         speech_started; here the clock stops, so nothing more counts as heard."""

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bench.bargein import INTERRUPTION, LONG_QUESTION, barge_in, confirm_window_ms
-from clients import load_wav
-from tests.support.server import ServerProcess
-from tests.support.speech import word_error_rate
+from bench.bargein import (
+    INTERRUPTION,
+    LONG_QUESTION,
+    barge_in,
+    confirm_window_ms,
+    speak_over_the_reply,
+)
+from clients import AgentClient, load_wav
+from tests.support.server import ServerProcess, server_stats
+from tests.support.speech import transcribe, word_error_rate
 
 pytestmark = pytest.mark.e2e
 
@@ -35,3 +42,38 @@ async def test_speaking_over_a_long_answer_stops_it_and_gets_a_new_one(
     assert word_error_rate(INTERRUPTION, trial.interruption_heard) <= 0.5
     assert trial.second["status"] == "completed"
     assert trial.second["output"][0]["content"][0]["transcript"]
+
+
+# Whisper tiny.en hears espeak-ng's "Yeah, okay." exactly; its "Mm-hmm" comes out "Mm-mm".
+BACKCHANNEL = "Yeah, okay."
+
+
+async def test_a_backchannel_over_the_answer_holds_it_and_it_goes_on_with_every_word(
+    agent_server: ServerProcess, speech: Callable[[str], Path], whisper: Any
+) -> None:
+    question = load_wav(str(speech(LONG_QUESTION)))
+    backchannel = load_wav(str(speech(BACKCHANNEL)))
+    before = (await server_stats(agent_server.url))["interruptions"]
+    client = AgentClient(agent_server.url)
+    await client.connect()
+    try:
+        await speak_over_the_reply(client, question, backchannel, after_s=1.0, timeout_s=120)
+        done = (await client.wait_for("response.done", timeout_s=120))["response"]
+        await client.wait_for("input_audio_buffer.speech_stopped", count=2, timeout_s=30)
+        created = client.event_time("response.created")
+        reply = client.recording.audio(since=created)
+    finally:
+        await client.close()
+
+    assert done["status"] == "completed"
+    said = done["output"][0]["content"][0]["transcript"]
+    # The client saw the user start and stop, and no item for the backchannel.
+    assert len(client.of_type("input_audio_buffer.speech_started")) == 2
+    assert len(client.of_type("input_audio_buffer.committed")) == 1
+    assert client.of_type("output_audio_buffer.cleared") == []
+    # The audio held every word: what Whisper hears in it is the whole reply.
+    heard = transcribe(whisper, reply)
+    assert word_error_rate(said, heard) <= 0.25, (said, heard)
+    after = (await server_stats(agent_server.url))["interruptions"]
+    assert after["resumed"] - before["resumed"] == 1
+    assert after["cancelled"] == before["cancelled"]

@@ -105,3 +105,25 @@ async def test_audio_of_another_session_is_refused() -> None:
         await track.write(pcm(0.02), session_id="sess_b")
     assert track.queued_samples == 960
     track.stop()
+
+
+async def test_a_pause_sends_silence_and_keeps_the_queue_until_resume_or_clear() -> None:
+    track = PacedAudioTrack(48_000)
+    await track.write(pcm(0.1, value=1000))  # five frames
+    await track.recv()
+    assert track.pause()
+    for _ in range(3):
+        frame = await track.recv()
+        assert not frame.to_ndarray().any(), "silence while paused"
+    assert track.played_samples == 960 and track.playing
+    track.resume()
+    voiced = [bool((await track.recv()).to_ndarray().any()) for _ in range(5)]
+    assert voiced == [True, True, True, True, False], "the rest of it, none lost"
+    assert track.played_samples == 4800 and not track.playing
+    # clear() ends a pause too: the next reply is not held by the last one's pause.
+    await track.write(pcm(0.1))
+    track.pause()
+    track.clear()
+    await track.write(pcm(0.04))
+    assert (await track.recv()).to_ndarray().any()
+    track.stop()

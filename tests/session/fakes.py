@@ -21,6 +21,7 @@ from app.engines.tts import Speech
 from app.engines.turn import TurnModel
 from app.errors import EngineError
 from app.rtc.outbound import PacedAudioTrack
+from app.session.interruption import InterruptionStats
 from app.session.messages import SessionMessage
 from app.session.responders import AgentResponder, Responder
 from app.session.session import Session
@@ -222,14 +223,16 @@ def make_session(
     also: Callable[[SessionMessage], None] | None = None,
     responder: Responder | None = None,
     turn_model: TurnModel | None = None,
+    audio: Speaker | None = None,
+    interruptions: InterruptionStats | None = None,
     **vad: Any,
 ) -> tuple[Session, MessageLog, Speaker, Engines]:
-    """A session on engine doubles (or `responder`) and the real paced track;
-    `also` hears its messages too."""
+    """A session on engine doubles (or `responder`) and the real paced track (or
+    `audio`); `also` hears its messages too."""
     settings = Settings(vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms, **vad))
     engines = Engines(stt=FakeSTT(), llm=llm or FakeLLM(), tts=FakeTTS())
     sent = MessageLog()
-    audio = Speaker()
+    audio = audio or Speaker()
     SPEAKERS.append(audio)
 
     def emit(message: SessionMessage) -> None:
@@ -246,6 +249,7 @@ def make_session(
         emit,
         output_level=audio.output_level_db,
         turn_model=turn_model,
+        interruptions=interruptions,
     )
     session.start()
     SESSIONS.append(session)

@@ -48,7 +48,8 @@ async def play_script(session: Session, script: list[tuple[float, bytes]]) -> No
 
 
 def long_answers() -> tuple[Session, MessageLog, Speaker, FakeLLM]:
-    session, sent, audio, engines = make_session()
+    # Cut at once; tests/session/test_interruption.py holds the reply first.
+    session, sent, audio, engines = make_session(interrupt_mode="cancel")
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
     engines.stt.script = [FIRST, SECOND]
@@ -138,7 +139,9 @@ async def test_a_short_noise_during_a_reply_does_not_interrupt_it() -> None:
 
 
 async def test_echo_guard_ignores_the_agents_own_voice_but_not_the_user() -> None:
-    session, sent, _, engines = make_session(echo_guard=True, echo_margin_db=-10.0)
+    session, sent, _, engines = make_session(
+        echo_guard=True, echo_margin_db=-10.0, interrupt_mode="cancel"
+    )
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.seconds_per_word = 0.5  # 4 s of reply from about 1.4 s
     engines.tts.amplitude = 0.9  # the agent plays at -1 dBFS
@@ -173,7 +176,7 @@ async def test_client_cancel_clear_and_truncate() -> None:
     cut = session.history.messages()[-1]
     heard = cut.content
     with pytest.raises(BadTruncation):
-        session.truncate_item(cut.item_id, 99_000)
+        session.items.truncate(cut.item_id, 99_000)
     assert cut.content == heard
     engines.llm.delay_s = 0.02
     # Nothing left to cancel or clear: refused, and the session goes on.
@@ -191,16 +194,16 @@ async def test_client_cancel_clear_and_truncate() -> None:
     item_id = second.item_id
     message = session.history.find(item_id)
     assert message is not None and not message.interrupted
-    session.truncate_item(item_id, 250)
+    session.items.truncate(item_id, 250)
     assert sent[-1] == msg.ItemTruncated(item_id, 250)
     assert message.interrupted and message.content == heard_text(message.timeline, 250)
     # Clauses of 4 words at 50 ms a word: the first whole, not one word of the second.
     assert message.content == "Sure, here is the"
     # Bad truncations are refused.
     with pytest.raises(UnknownItem):
-        session.truncate_item("item_nope", 10)
+        session.items.truncate("item_nope", 10)
     with pytest.raises(BadTruncation):
-        session.truncate_item(item_id, 99_999)
+        session.items.truncate(item_id, 99_999)
     assert audio.readyState == "live"
     await session.close()
 

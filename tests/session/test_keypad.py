@@ -38,7 +38,7 @@ async def test_a_pause_ends_an_entry() -> None:
 async def test_an_entry_cuts_the_playing_reply_short_and_is_answered() -> None:
     session, sent, _, engines = make_session()
     assert isinstance(engines.llm, FakeLLM)
-    session.add_item("user", "Read me the menu.")
+    session.items.add("user", "Read me the menu.")
     session.create_response()
     await wait_for(sent, msg.ReplyAudioStarted)
     session.press("1")

@@ -38,7 +38,7 @@ async def test_a_tool_round_trip() -> None:
     assert audio.writes == [], "a call makes no sound"
 
     # The client runs the tool and answers; the next reply is spoken, knowing the result.
-    session.add_tool_output(call.call_id, '{"sky": "clear", "celsius": 21}')
+    session.items.add_tool_output(call.call_id, '{"sky": "clear", "celsius": 21}')
     session.create_response()
     await wait_for(sent, msg.ReplyEnded, count=2)
     prompt = engines.llm.prompts[-1]

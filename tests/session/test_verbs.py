@@ -45,7 +45,7 @@ async def test_configure_changes_all_or_nothing() -> None:
     assert refused.value.option == "turn_detection"
     assert session.options == options, "a refused change leaves everything as it was"
     # The instructions are the prompt's system message.
-    session.add_item("user", "Ahoy?")
+    session.items.add("user", "Ahoy?")
     session.create_response()
     await wait_for(sent, msg.ReplyEnded)
     assert engines.llm.prompts[0][0] == {"role": "system", "content": "Speak like a pirate."}
@@ -78,11 +78,11 @@ async def test_manual_turns_commit_clear_and_delete() -> None:
     assert engines.stt.heard == [600 * 32]
     committed = sent.nth(msg.InputCommitted)
     assert sent.nth(msg.UserTranscribed).item_id == committed.item_id
-    session.delete_item(committed.item_id)
+    session.items.delete(committed.item_id)
     assert sent[-1] == msg.ItemDeleted(committed.item_id)
     assert [m.role for m in session.history.messages()] == ["assistant"]
     with pytest.raises(UnknownItem):
-        session.delete_item(committed.item_id)
+        session.items.delete(committed.item_id)
     # Back to automatic turns: the VAD hears the next one by itself.
     session.configure(OptionChanges(turn_detection=TurnDetectionChange()))
     session.push_audio(silence(300) + noise(800) + silence(700))
@@ -93,10 +93,10 @@ async def test_manual_turns_commit_clear_and_delete() -> None:
 async def test_typed_items_and_one_response_at_a_time() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.llm, FakeLLM)
-    session.add_item("system", "Be kind.", "item_sys")
-    session.add_item("user", "Hello there")
+    session.items.add("system", "Be kind.", "item_sys")
+    session.items.add("user", "Hello there")
     with pytest.raises(ItemExists):
-        session.add_item("user", "Again", "item_sys")
+        session.items.add("user", "Again", "item_sys")
     added = sent.of(msg.TextItemAdded)
     assert [(m.item_id, m.role, m.previous_item_id) for m in added][0] == (
         "item_sys", "system", None,
@@ -109,7 +109,7 @@ async def test_typed_items_and_one_response_at_a_time() -> None:
     reply = session.reply
     assert reply is not None
     with pytest.raises(ItemInUse):
-        session.delete_item(reply.item_id)
+        session.items.delete(reply.item_id)
     await wait_for(sent, msg.ReplyEnded)
     assert engines.llm.prompts[0] == [
         {"role": "system", "content": "Be brief."},
@@ -151,9 +151,27 @@ async def test_the_next_reply_may_be_asked_for_the_moment_the_last_one_ends() ->
                 asked.append(f"refused: {exc}")
 
     session, sent, _, _ = make_session(also=ask_again)
-    session.add_item("user", "Ahoy?")
+    session.items.add("user", "Ahoy?")
     session.create_response()
     await wait_for(sent, msg.ReplyEnded, count=2)
     assert asked == ["accepted"]
     assert [m.status for m in sent.of(msg.ReplyEnded)] == ["completed", "completed"]
+    await session.close()
+
+
+@pytest.mark.parametrize("speculative_ms", [0, 200])
+async def test_the_llm_hears_each_turn_once_whether_or_not_it_was_speculated(
+    speculative_ms: int,
+) -> None:
+    session, sent, _, engines = make_session(speculative_ms=speculative_ms)
+    assert isinstance(engines.llm, FakeLLM) and isinstance(engines.stt, FakeSTT)
+    engines.stt.script = ["first question", "second question"]
+    for _ in range(2):
+        await play_script(session, [(0.0, noise(800)), (0.8, silence(800))])
+        await wait_for(sent, msg.ReplyEnded, count=len(engines.llm.prompts), timeout_s=10)
+    said = [m for m in engines.llm.prompts[-1] if m["role"] == "user"]
+    assert said == [
+        {"role": "user", "content": "first question"},
+        {"role": "user", "content": "second question"},
+    ]
     await session.close()

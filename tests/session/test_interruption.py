@@ -1,0 +1,206 @@
+"""Interruptions that can be taken back (vad.interrupt_mode pause), on a scripted timeline
+with engine doubles and the real paced track, as tests/session/test_bargein.py.
+
+The user asks at 1.0-2.0 s, the reply (about 4 s of audio) plays from about 2.6 s, and
+the user speaks over it at 3.5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.session import messages as msg
+from app.session.interruption import InterruptionStats, no_turn
+from app.session.responders import EchoResponder
+from tests.session.fakes import (
+    FakeLLM,
+    FakeSTT,
+    FakeTTS,
+    Speaker,
+    kinds,
+    make_session,
+    noise,
+    silence,
+    wait_for,
+)
+from tests.session.test_bargein import FIRST, SECOND, play_script
+
+# Room for a loaded machine: the words, not the clock, decide these tests' outcomes.
+WINDOW_MS = 3000
+OVER_THE_REPLY = [
+    (0.0, silence(1000)),
+    (1.0, noise(1000)),
+    (2.0, silence(1500)),
+    (3.5, noise(600)),
+    (4.1, silence(1400)),
+]
+FULL = f"About {FIRST}, the answer is long and has many words."
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mm-hmm.", True),
+        ("Uh-huh", True),
+        ("Yeah, okay.", True),
+        ("I see.", True),
+        ("", True),
+        (" ... ", True),
+        ("Wait, stop.", False),
+        ("Yes please", False),
+        ("No.", False),
+        ("Okay, but what about Rome?", False),
+    ],
+)
+def test_what_counts_as_no_turn(text: str, expected: bool) -> None:
+    assert no_turn(text) is expected
+
+
+def frames_of(audio: Speaker) -> int:
+    """20 ms frames the reply's audio fills, the last one padded."""
+    samples = sum(audio.writes) // 2
+    return -(-samples // audio.frame_samples)
+
+
+def longest_gap_s(times: list[float]) -> tuple[float, float]:
+    """(start, length) of the longest silence between voiced frames."""
+    gaps = [(a, b - a) for a, b in zip(times, times[1:], strict=False)]
+    return max(gaps, key=lambda gap: gap[1])
+
+
+async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lost() -> None:
+    stats = InterruptionStats()
+    session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, "Mm-hmm."]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded, timeout_s=15)
+
+    done = sent.nth(msg.ReplyEnded)
+    assert (done.status, done.text) == ("completed", FULL)
+    assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
+    # The client saw the user start and stop, and no item for the backchannel.
+    assert len(sent.of(msg.SpeechStarted)) == 2 and len(sent.of(msg.SpeechStopped)) == 2
+    assert len(sent.of(msg.InputCommitted)) == 1
+    assert "ReplyAudioCleared" not in kinds(sent)
+    messages = session.history.messages()
+    assert [(m.role, m.content, m.interrupted) for m in messages] == [
+        ("user", FIRST, False), ("assistant", FULL, False),
+    ]  # fmt: skip
+    # Every frame of the reply went out: the pause held the audio, it dropped none.
+    voiced = audio.voiced_times()
+    assert len(voiced) == frames_of(audio)
+    # It was held from the barge-in until the backchannel was judged.
+    _, barge_at = sent.at(msg.SpeechStarted, 1)
+    _, stopped_at = sent.at(msg.SpeechStopped, 1)
+    gap_at, gap_s = longest_gap_s(voiced)
+    assert barge_at < gap_at < stopped_at
+    assert gap_at + gap_s > stopped_at, "the reply resumed once the speech was judged"
+    assert engines.stt.heard[1] > 0, "the backchannel was transcribed to judge it"
+    await session.close()
+
+
+async def test_real_words_cancel_the_held_reply_and_are_answered_once_transcribed() -> None:
+    stats = InterruptionStats()
+    session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, SECOND]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
+
+    cancelled, second = sent.of(msg.ReplyEnded)
+    assert (cancelled.status, cancelled.reason) == ("cancelled", "turn_detected")
+    assert second.status == "completed" and SECOND in second.text
+    assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 1}
+    # The utterance was judged once it ended, then answered with that same transcript.
+    _, stopped_at = sent.at(msg.SpeechStopped, 1)
+    _, cleared_at = sent.at(msg.ReplyAudioCleared)
+    assert stopped_at <= cleared_at
+    assert len(engines.stt.heard) == 2, "the interruption was transcribed once"
+    # Nothing of the first reply went out after the user's barge-in was confirmed...
+    _, barge_at = sent.at(msg.SpeechStarted, 1)
+    _, second_created_at = sent.at(msg.ReplyStarted, 1)
+    held_by = barge_at + 0.3 + 0.1  # interrupt_min_speech_ms, and slack for a busy loop
+    late = [t for t in audio.voiced_times() if held_by < t < second_created_at]
+    assert late == []
+    # ...so history keeps what was heard up to the pause, and the LLM saw just that.
+    messages = session.history.messages()
+    assert [(m.role, m.interrupted) for m in messages] == [
+        ("user", False), ("assistant", True), ("user", False), ("assistant", False),
+    ]  # fmt: skip
+    heard = messages[1].content
+    assert heard and FULL.startswith(heard) and heard != FULL
+    assert engines.llm.prompts[-1][-2:] == [
+        {"role": "assistant", "content": heard}, {"role": "user", "content": SECOND},
+    ]  # fmt: skip
+    await session.close()
+
+
+async def test_a_user_still_talking_when_the_window_closes_cancels_it_then() -> None:
+    stats = InterruptionStats()
+    session, sent, _, engines = make_session(resume_window_ms=1000, interruptions=stats)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, SECOND]
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, [*OVER_THE_REPLY[:3], (3.5, noise(2500)), (6.0, silence(800))])
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
+
+    assert sent.nth(msg.ReplyEnded).status == "cancelled"
+    # Cut while the user was still talking, well before the utterance ended.
+    cut, _ = sent.at(msg.ReplyAudioCleared)
+    assert cut < sent.at(msg.SpeechStopped, 1)[0]
+    assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 1}
+    assert sent.nth(msg.ReplyEnded, 1).status == "completed"
+    await session.close()
+
+
+async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
+    # interrupt_mode cancel: cut at the barge-in, before the utterance ends.
+    session, sent, _, engines = make_session(interrupt_mode="cancel")
+    assert isinstance(engines.tts, FakeTTS)
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded)
+    assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
+    await session.close()
+
+    # The echo agent hears no words to judge by: whatever it held was a turn.
+    stats = InterruptionStats()
+    session, sent, _, _ = make_session(
+        responder=EchoResponder(), resume_window_ms=WINDOW_MS, interruptions=stats
+    )
+    await play_script(session, [(0.0, noise(3000)), (3.0, silence(600)), (3.6, noise(600)),
+                                (4.2, silence(800))])  # fmt: skip
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=10)
+    assert sent.nth(msg.ReplyEnded).status == "cancelled"
+    assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 1}
+    await session.close()
+
+
+class SocketLike(Speaker):
+    """A transport whose audio plays on the client's side: it cannot hold it."""
+
+    def pause(self) -> bool:
+        return False
+
+
+async def test_a_reply_the_transport_cannot_hold_is_cancelled_at_once() -> None:
+    stats = InterruptionStats()
+    audio = SocketLike()
+    session, sent, _, engines = make_session(audio=audio, interruptions=stats)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded)
+    assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
+    assert stats.paused == 0
+    await asyncio.sleep(0.1)
+    await session.close()
