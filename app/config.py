@@ -137,8 +137,9 @@ class VadSettings(BaseModel):
     speculative_ms: int = Field(
         200,
         ge=0,
-        description="Silence after which the reply starts being prepared (never played "
-        "before the turn ends). 0, or anything not below silence_ms, turns it off.",
+        description="server_vad: silence after which the reply starts being prepared "
+        "(never played before the turn ends). 0, or anything not below silence_ms, turns "
+        "it off. semantic_vad starts the reply when the turn model hears a finished turn.",
     )
     max_utterance_s: float = Field(
         30.0, gt=0, le=120, description="A turn is ended forcibly after this much speech."

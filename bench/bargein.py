@@ -3,12 +3,15 @@
     python -m bench.bargein                  # echo agent: the media path and VAD alone
     python -m bench.bargein --agent llm      # the embedded agent, answering at length
     python -m bench.bargein --url http://host:8000 --trials 20
+    python -m bench.bargein --agent llm --backchannel   # "Yeah, okay." over the answer
 
 Each trial asks something that draws a long answer, lets the answer play for a
 while, then speaks over it. Reaction time is from the onset of the interrupting
 speech in the sent audio to the last non-silent frame of the old reply
 received. Prints its distribution against the goal: p95 <= the server's
-confirm window (vad.interrupt_min_speech_ms) + 60 ms. It asserts nothing.
+confirm window (vad.interrupt_min_speech_ms) + 60 ms. With --backchannel it says
+"Yeah, okay." instead, and prints whether the reply went on to the end and how long
+its audio was held (the longest silence in it after the onset). It asserts nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ LONG_UTTERANCE = (
     "plays for several seconds, which leaves plenty of time to talk over it."
 )
 INTERRUPTION = "Wait, stop. What is two plus two?"
+BACKCHANNEL = "Yeah, okay."  # Whisper tiny.en hears espeak-ng's "Mm-hmm" as "Mm-mm"
 AUDIBLE_WITHIN_S = 0.06  # reply audio this recent counts as playing
 
 
@@ -103,6 +107,42 @@ async def barge_in(
     return Trial(reaction, first, second, heard["transcript"])
 
 
+async def held(
+    url: str, question: np.ndarray, backchannel: np.ndarray, timeout_s: float = 120.0
+) -> tuple[str, float]:
+    """Say `backchannel` over the reply: (how the reply ended, seconds its audio was held)."""
+    client = AgentClient(url)
+    await client.connect()
+    try:
+        await speak_over_the_reply(client, question, backchannel, after_s=1.0, timeout_s=timeout_s)
+        done = (await client.wait_for("response.done", timeout_s=timeout_s))["response"]
+        onset = client.mic.speech_started_at
+        assert onset is not None
+        times = client.recording.voice_times(onset, client.event_time("response.done"))
+    finally:
+        await client.close()
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    return str(done["status"]), max(gaps, default=0.0)
+
+
+async def run_backchannel(url: str, trials: int, folder: Path) -> None:
+    speak_to_wav(LONG_QUESTION, folder / "question.wav")
+    speak_to_wav(BACKCHANNEL, folder / "backchannel.wav")
+    question = load_wav(str(folder / "question.wav"))
+    backchannel = load_wav(str(folder / "backchannel.wav"))
+    holds: list[float] = []
+    for i in range(trials):
+        status, held_s = await held(url, question, backchannel)
+        print(f"trial {i + 1}: reply {status}, audio held {held_s * 1000:.0f} ms")
+        if status == "completed":
+            holds.append(held_s * 1000)
+    if holds:
+        p50, p95 = percentile(holds, 50), percentile(holds, 95)
+        print(f"resumed {len(holds)} of {trials}; held p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+    else:
+        print(f"resumed 0 of {trials}")
+
+
 def confirm_window_ms(url: str) -> int:
     config = httpx.get(f"{url}/v1/config", timeout=5).json()
     return int(config["vad"]["interrupt_min_speech_ms"])
@@ -143,16 +183,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent", choices=["echo", "llm"], default="echo")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--url", help="an already running server (its agent must match)")
+    parser.add_argument("--backchannel", action="store_true", help="say a backchannel")
     args = parser.parse_args(argv)
     print(machine())
     folder = Path(tempfile.mkdtemp(prefix="bargein-"))
+
+    def trials(url: str) -> None:
+        if args.backchannel:
+            asyncio.run(run_backchannel(url, args.trials, folder))
+        else:
+            asyncio.run(run(url, args.agent, args.trials, folder))
+
     if args.url:
-        asyncio.run(run(args.url, args.agent, args.trials, folder))
+        trials(args.url)
         return 0
     server = ServerProcess(["--agent", args.agent], folder / "server.log")
     server.wait_healthy()
     try:
-        asyncio.run(run(server.url, args.agent, args.trials, folder))
+        trials(server.url)
     finally:
         server.stop()
     return 0

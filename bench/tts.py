@@ -3,10 +3,12 @@ synthesize, for each engine variant, and whether Whisper still hears its words.
 
     python -m bench.tts                               # every optimization level, 2 threads
     python -m bench.tts --optimization all extended --threads 1 2
+    python -m bench.tts --optimization extended --first-words 2 3 4
 
 Each variant is the server's own KokoroTTS (the Gate, the urgent priority, the settings)
 built afresh; each clause is synthesized --runs times after a warm-up and the median
-taken. "first clause" is the four-word openings a reply starts with; "RTF" is synthesis
+taken. "first clause" is the four-word openings a reply starts with (or their first
+--first-words words, as a shorter first piece would be cut); "RTF" is synthesis
 time over audio length on a 20-word sentence. "WER" is the server's Whisper on every
 clause and sentence the variant spoke. It prints figures; it asserts nothing.
 """
@@ -39,12 +41,15 @@ SENTENCE = (
 )
 
 
-async def variant(settings: TtsSettings, stt: WhisperSTT, runs: int) -> tuple[float, float, float]:
+async def variant(
+    settings: TtsSettings, stt: WhisperSTT, runs: int, first_words: int
+) -> tuple[float, float, float]:
     """(first clause ms p50, RTF on the sentence, mean WER)."""
     tts = await asyncio.to_thread(KokoroTTS, settings)
+    firsts_said = [" ".join(text.split()[:first_words]) for text in FIRST_CLAUSES]
     try:
         firsts, errors = [], []
-        for text in [*FIRST_CLAUSES, SENTENCE]:
+        for text in [*firsts_said, SENTENCE]:
             await tts.synthesize(text, urgent=True)  # warm-up for this length
             times = []
             for _ in range(runs):
@@ -68,12 +73,17 @@ async def measure(args: argparse.Namespace) -> None:
     stt = WhisperSTT(base.stt)
     print(machine())
     print(f"voice {base.tts.voice}; {args.runs} runs a clause, median")
-    print("optimization  threads  first clause ms p50  RTF (20 words)  WER")
+    print("optimization  threads  first words  first clause ms p50  RTF (20 words)  WER")
     for level in args.optimization:
         for threads in args.threads:
-            settings = base.tts.model_copy(update={"optimization": level, "threads": threads})
-            first, rtf, wer = await variant(settings, stt, args.runs)
-            print(f"{level:12s} {threads:>8d} {first:>20.0f} {rtf:>15.2f} {wer:>5.2f}")
+            for words in args.first_words:
+                update = {"optimization": level, "threads": threads}
+                settings = base.tts.model_copy(update=update)
+                first, rtf, wer = await variant(settings, stt, args.runs, words)
+                print(
+                    f"{level:12s} {threads:>8d} {words:>12d} {first:>20.0f} {rtf:>15.2f} "
+                    f"{wer:>5.2f}"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimization", nargs="+", default=list(OPTIMIZATION),
                         choices=list(OPTIMIZATION))  # fmt: skip
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
+    parser.add_argument("--first-words", type=int, nargs="+", default=[4])
     parser.add_argument("--runs", type=int, default=5)
     asyncio.run(measure(parser.parse_args(argv)))
     return 0

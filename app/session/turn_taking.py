@@ -1,7 +1,8 @@
 """Who has the floor: the user's turns, as the session's options say they end.
 
-Turns end after a silence (server_vad) or, with semantic_vad, as soon as the turn
-model hears a finished turn (with the eagerness's silence as a ceiling). The
+Turns end after a silence (server_vad, with a reply begun speculatively in it) or,
+with semantic_vad, as soon as the turn model hears a finished turn (with the
+eagerness's silence as a ceiling). The
 user speaking over a reply long enough interrupts it (barge-in). Reports what
 happens through the callbacks it is given; pure bookkeeping besides the turn
 model's questions, which run off the loop.
@@ -84,7 +85,9 @@ class TurnTaking:
                 threshold=turn.threshold,
                 on_finished=self._finished,
             )
-            self._speculate = self._settings.vad.speculative_ms > 0
+            # The model's "finished" ends the turn, and the reply starts there; a reply
+            # begun blindly at every pause is thrown away at each one it calls unfinished.
+            self._speculate = False
         else:
             self._detector = TurnDetector(vad)
             self._judge = None

@@ -26,18 +26,21 @@ async def test_a_finished_turn_ends_at_the_first_pause() -> None:
     assert kinds(sent)[:3] == ["SpeechStarted", "SpeechStopped", "InputCommitted"]
     assert len(model.asked) == 1, "one question, at the first pause"
     await wait_for_message(sent, msg.ReplyEnded)
-    assert isinstance(engines.stt, FakeSTT) and len(engines.stt.heard) == 1, (
-        "the speculative transcript, started at the same pause, was kept"
-    )
+    assert isinstance(engines.stt, FakeSTT) and len(engines.stt.heard) == 1
+    # The reply began with the model's answer, not speculatively at the pause.
+    assert session.speculation.started == 0
 
 
 async def test_an_unfinished_turn_waits_and_asks_again_up_to_the_ceiling() -> None:
     model = FakeTurnModel(probability=0.1)
-    session, sent, _, _ = make_session(turn_model=model)
+    session, sent, _, engines = make_session(turn_model=model)
     session.configure(SEMANTIC)
     await play_script(session, [(0.0, silence(300)), (0.3, noise(800)), (1.1, silence(1200))])
     assert "SpeechStopped" not in kinds(sent), "1.2 s of silence, but the model says not yet"
     assert len(model.asked) >= 3, "asked at 200 ms, then every 300 ms"
+    # No reply is begun on a pause the model calls unfinished: none is thrown away.
+    assert isinstance(engines.stt, FakeSTT) and engines.stt.heard == []
+    assert session.speculation.snapshot() == {"started": 0, "kept": 0, "dropped": 0}
     await play_script(session, [(0.0, silence(1000))])  # past the 2 s ceiling
     assert "SpeechStopped" in kinds(sent)
 
