@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
@@ -90,6 +91,7 @@ class Interruptions:
         self._reply: Reply | None = None
         self._window = OneShot(self._window_closed)
         self._judging: asyncio.Task[None] | None = None
+        self._paused_at = 0.0
 
     @property
     def pending(self) -> bool:
@@ -109,6 +111,7 @@ class Interruptions:
         if not reply.pause():
             return False
         self._reply = reply
+        self._paused_at = time.monotonic()
         self._stats.paused += 1
         self._window.start(window_s)
         log.debug("reply paused by an interruption", extra={"session_id": self._session_id})
@@ -123,6 +126,7 @@ class Interruptions:
         )
 
     async def _judge(self, audio: bytes, item_id: str, previous: asyncio.Task[None] | None) -> None:
+        started = time.monotonic()
         try:
             heard = await self._on.transcribe(audio)
         except EngineError as exc:
@@ -135,7 +139,8 @@ class Interruptions:
         if self._held is not None and heard is not None and no_turn(heard.text):
             self._on.was_no_turn(item_id)
             if self._judging is asyncio.current_task():
-                self._resume(f"after {heard.text!r}")
+                took_ms = (time.monotonic() - started) * 1000
+                self._resume(f"after {heard.text!r} (transcribed in {took_ms:.0f} ms)")
             return
         self._cancel()
         self._on.was_turn(audio, item_id, heard)
@@ -154,7 +159,9 @@ class Interruptions:
         if reply is not None and not reply.done:
             reply.resume()
             self._stats.resumed += 1
-            log.info("reply resumed %s", why, extra={"session_id": self._session_id})
+            held_ms = (time.monotonic() - self._paused_at) * 1000
+            log.info("reply resumed %s, held %.0f ms", why, held_ms,
+                     extra={"session_id": self._session_id})  # fmt: skip
 
     def _cancel(self) -> None:
         reply, self._reply = self._reply, None

@@ -59,6 +59,8 @@ class Reply:
         self._clauses: list[tuple[str, int, int]] = []
         self._written: list[str] = []
         self._started = asyncio.get_running_loop().create_future()
+        self._unheld = asyncio.Event()  # cleared while paused: no more audio is made
+        self._unheld.set()
         self._message: msg.MessageStarted | None = None
         self._calls = ToolCalls(self.response_id, emit)
         self._outputs = 0  # output items so far
@@ -111,6 +113,10 @@ class Reply:
         self._check_live()
         if not pcm:
             return
+        # While held, the synthesis stops here too: the next clause would compete for
+        # the cores with the transcription that decides whether it is heard at all.
+        await self._unheld.wait()
+        self._check_live()
         message = self._words()
         on_start: Callable[[], None] | None = None
         if text:
@@ -175,11 +181,15 @@ class Reply:
         self._finish("completed" if error is None else "failed", self.text, error=error)
 
     def pause(self) -> bool:
-        """Hold the audio where it is; False if the reply is over or its transport cannot
-        pause. The reply goes on being prepared meanwhile, up to the track's buffer."""
-        return not self.done and self.modality == "audio" and self._audio.pause()
+        """Hold the audio where it is, and the making of more; False if the reply is over
+        or its transport cannot pause."""
+        if self.done or self.modality != "audio" or not self._audio.pause():
+            return False
+        self._unheld.clear()
+        return True
 
     def resume(self) -> None:
+        self._unheld.set()
         if not self.done:
             self._audio.resume()
 
@@ -235,6 +245,7 @@ class Reply:
         error: str | None = None,
     ) -> None:
         self.status = status
+        self._unheld.set()
         if not self.opened:
             return
         interrupted = status == "cancelled"

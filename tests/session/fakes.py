@@ -67,6 +67,8 @@ class FakeLLM:
         self.closed_early = 0
         self.echo_question = False  # answer "About <the question>, ..." instead
         self.delay_s = 0.02  # between words
+        self.hold_after: int | None = None  # words after which it waits for `release`
+        self.release = asyncio.Event()
 
     async def stream(
         self,
@@ -95,7 +97,9 @@ class FakeLLM:
             deltas = [word + " " for word in words]
         finished = False
         try:
-            for delta in deltas:
+            for n, delta in enumerate(deltas):
+                if n == self.hold_after:
+                    await self.release.wait()
                 await asyncio.sleep(self.delay_s)
                 yield delta
             finished = True
@@ -164,6 +168,7 @@ class Speaker(PacedAudioTrack):
     def __init__(self, rate: int = 16_000) -> None:
         super().__init__(rate, owner="sess_test")
         self.writes: list[int] = []
+        self.written_at: list[float] = []
         self.frames: list[tuple[float, bool]] = []
         self._pump = asyncio.create_task(self._play())
 
@@ -172,6 +177,7 @@ class Speaker(PacedAudioTrack):
     ) -> int:
         start = await super().write(pcm, on_start, session_id=session_id)
         self.writes.append(len(pcm))
+        self.written_at.append(time.monotonic())
         return start
 
     async def _play(self) -> None:

@@ -105,6 +105,28 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
     await session.close()
 
 
+async def test_a_held_reply_makes_no_more_audio_until_it_resumes() -> None:
+    session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, "Yeah."]
+    engines.llm.echo_question = True
+    engines.llm.hold_after = 4  # the first clause, then the rest only when released
+    engines.tts.seconds_per_word = 0.5
+    # Up to the moment the user's speech over the reply is confirmed (and held).
+    await play_script(session, [*OVER_THE_REPLY[:3], (3.5, noise(500))])
+    assert len(sent.of(msg.ClauseSpoken)) == 1 and len(sent.of(msg.SpeechStarted)) == 2
+    writes = len(audio.writes)
+    engines.llm.release.set()  # the rest of the reply is there to be synthesized...
+    await asyncio.sleep(0.3)
+    assert len(audio.writes) == writes, "...but none of it is made while the reply is held"
+    await play_script(session, [(0.0, noise(100)), (0.1, silence(1400))])
+    await wait_for(sent, msg.ReplyEnded, timeout_s=15)
+    assert sent.nth(msg.ReplyEnded).text == FULL
+    assert len(audio.writes) > writes, "the rest came after the resume"
+    await session.close()
+
+
 async def test_real_words_cancel_the_held_reply_and_are_answered_once_transcribed() -> None:
     stats = InterruptionStats()
     session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
