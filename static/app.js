@@ -26,6 +26,7 @@ let retryTimer = null;
 const replies = new Map(); // response_id -> transcript element
 const levels = { in: null, out: null, audio: null, lastVoiceAt: 0 };
 const turn = { userEndedAt: null, awaitingVoice: false, v2vMs: null, server: {} };
+let replying = false; // between response.created and response.done
 
 function setState(state) {
   ui.state.dataset.state = state;
@@ -53,10 +54,16 @@ function onEvent(event) {
     case "session.updated": ui.settingsStatus.textContent = "Settings applied."; break;
     case "input_audio_buffer.speech_started": setState("user-speaking"); break;
     case "input_audio_buffer.speech_stopped":
-      setState("thinking");
+      // Over a reply, the server holds it until it knows whether this was a turn:
+      // a backchannel ("mm-hm") gets no commit, and the reply goes on.
+      setState(replying ? "speaking" : "thinking");
       turn.userEndedAt = levels.lastVoiceAt || performance.now();
+      break;
+    case "input_audio_buffer.committed":
+      setState("thinking");
       turn.awaitingVoice = true;
       break;
+    case "response.created": replying = true; break;
     case "conversation.item.input_audio_transcription.completed":
       if (event.transcript) addTurn("user", event.transcript);
       break;
@@ -69,6 +76,7 @@ function onEvent(event) {
       break;
     }
     case "response.done": {
+      replying = false;
       const el = replies.get(event.response.id);
       if (el && event.response.status === "cancelled") {
         el.classList.add("interrupted");
@@ -281,6 +289,7 @@ function teardown() {
   }
   levels.in = levels.out = null;
   turn.awaitingVoice = false;
+  replying = false;
   ui.connect.disabled = false;
   ui.disconnect.disabled = true;
   setState("idle");
