@@ -24,11 +24,12 @@ from app.call import ENDINGS, Call, configure
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
-from app.errors import EngineError, NotFound, NotReady
+from app.errors import EngineError, NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.mediastream.playout import MarkedPlayout
 from app.mediastream.twilio import RATE as TWILIO_RATE
 from app.mediastream.twilio import TwilioDialect
+from app.observability.metrics import Metrics
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.datachannel import EventChannel
@@ -62,6 +63,9 @@ class CallManager:
         # Over every session since the start.
         self.speculation = SpeculationStats()
         self.interruptions = InterruptionStats()
+        self.metrics = Metrics(
+            self.pool, self.speculation, self.interruptions, agent=settings.agent
+        )
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -237,12 +241,21 @@ class CallManager:
             self._phone_settings if phone else self.settings,
             responder,
             audio,
-            deliver,
+            self._counted(deliver),
             output_level=output_level,
             turn_model=self.turn_model,
             speculation=self.speculation,
             interruptions=self.interruptions,
         )
+
+    def _counted(
+        self, deliver: Callable[[SessionMessage], None]
+    ) -> Callable[[SessionMessage], None]:
+        def counted(message: SessionMessage) -> None:
+            self.metrics.saw(message)
+            deliver(message)
+
+        return counted
 
     async def _run(self, call: Call) -> None:
         """Start a call whose socket this request holds, and hold it until the call ends."""
@@ -259,9 +272,15 @@ class CallManager:
 
     def _claim(self, via: str) -> tuple[Responder, str, Slot]:
         """What every new call starts with: the responder (or a refusal), an id, a slot."""
-        responder = self._responder_or_refuse()
-        session_id = self._new_session_id()
-        return responder, session_id, self.pool.claim(session_id, via)
+        try:
+            responder = self._responder_or_refuse()
+            session_id = self._new_session_id()
+            slot = self.pool.claim(session_id, via)
+        except VoiceAgentError as exc:
+            self.metrics.refused(via, exc.type)
+            raise
+        self.metrics.accepted(via)
+        return responder, session_id, slot
 
     def _new_session_id(self) -> str:
         replica = self.settings.server.replica

@@ -60,6 +60,12 @@ class ServerSettings(BaseModel):
         "may open the Realtime WebSocket, besides this server's own. Clients that are not "
         "browsers send no Origin and are not affected.",
     )
+    metrics_need_key: bool = Field(
+        False,
+        description="GET /metrics requires api_key (as 'Authorization: Bearer', which "
+        "Prometheus sends with its authorization setting) when one is set. Off: open, "
+        "for a scraper inside the deployment's own network.",
+    )
     page_client_secrets: bool = Field(
         False,
         description="POST /v1/page/client_secret mints a 10-minute client secret for the "

@@ -7,9 +7,12 @@ from typing import Any
 
 import psutil
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from app.api.auth import bearer_token, key_matches
 from app.api.signalling import calls_of
+from app.errors import Unauthorized
 
 router = APIRouter()
 
@@ -35,6 +38,18 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/v1/pool")
 async def pool(request: Request) -> dict[str, Any]:
     return calls_of(request).pool.snapshot()
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus exposition (app/observability/metrics.py)."""
+    calls = calls_of(request)
+    server = calls.settings.server
+    if server.metrics_need_key and server.api_key:
+        token = bearer_token(request.headers.get("authorization"))
+        if not key_matches(server.api_key, token):
+            raise Unauthorized("missing or wrong API key: send 'Authorization: Bearer <key>'")
+    return Response(calls.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/v1/stats")

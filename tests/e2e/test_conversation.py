@@ -10,6 +10,7 @@ import pytest
 from app.audio.level import rms_db
 from app.session.timings import STAGES
 from clients import AgentClient, load_wav
+from tests.support.metrics import scrape, stage_counts
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, transcribe, word_error_rate, words
 
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.e2e
 async def test_a_spoken_question_gets_a_spoken_answer(
     agent_server: ServerProcess, speech: Callable[[str], Path], whisper
 ) -> None:  # type: ignore[no-untyped-def]
+    stages_before = stage_counts(await scrape(agent_server.url))
     client = AgentClient(agent_server.url)
     await client.connect()
     try:
@@ -49,6 +51,10 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     assert rms_db(reply) > -50, "reply audio is not silent"
     reply_text = transcribe(whisper, reply)
     assert words(reply_text), "Whisper hears words in the reply audio"
+
+    # /metrics saw this turn in every stage's histogram.
+    stages = stage_counts(await scrape(agent_server.url))
+    assert all(stages[stage] >= stages_before.get(stage, 0) + 1 for stage in STAGES), stages
 
 
 async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(

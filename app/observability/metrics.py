@@ -1,0 +1,131 @@
+"""Prometheus metrics: what an operator graphs and alerts on.
+
+Each CallManager has its own registry rather than the process-global one, so a
+server counts only its own calls (and tests can run several apps in one process).
+Labels are bounded sets (transports, slot states, stages, end reasons): never a
+session id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, Info, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.session import messages as msg
+from app.session.interruption import InterruptionStats
+from app.session.pool import SlotPool
+from app.session.speculation import SpeculationStats
+
+# Voice stages sit between tens of ms (a GPU, a speculated transcript) and seconds (a
+# first clause on two CPU cores); past 10 s a turn has failed in all but name.
+STAGE_BUCKETS = (0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+def _package_version() -> str:
+    try:
+        return version("voice-agent")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Metrics:
+    def __init__(
+        self,
+        pool: SlotPool,
+        speculation: SpeculationStats,
+        interruptions: InterruptionStats,
+        *,
+        agent: str,
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self._calls = Counter(
+            "voice_agent_calls",
+            "Calls offered, by transport and outcome: accepted, or the reason refused.",
+            ["transport", "outcome"],
+            registry=self.registry,
+        )
+        self._stages = Histogram(
+            "voice_agent_turn_stage_seconds",
+            "Time from the end of the user's turn to each stage of the reply.",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self._replies = Counter(
+            "voice_agent_replies",
+            "Replies by how they ended (status) and why (reason, for cancelled ones).",
+            ["status", "reason"],
+            registry=self.registry,
+        )
+        self._problems = Counter(
+            "voice_agent_errors",
+            "Errors a session told its client about, by code.",
+            ["code"],
+            registry=self.registry,
+        )
+        build = Info("voice_agent_build", "What this server is.", registry=self.registry)
+        build.info({"version": _package_version(), "agent": agent})
+        self.registry.register(_Live(pool, speculation, interruptions))
+
+    def accepted(self, transport: str) -> None:
+        self._calls.labels(transport, "accepted").inc()
+
+    def refused(self, transport: str, reason: str) -> None:
+        self._calls.labels(transport, reason).inc()
+
+    def saw(self, message: msg.SessionMessage) -> None:
+        """A message a session sent its client: replies and errors are counted."""
+        if isinstance(message, msg.ReplyEnded):
+            self._replies.labels(message.status, message.reason or "").inc()
+            for stage, ms in message.timings_ms.items():
+                self._stages.labels(stage).observe(ms / 1000)
+        elif isinstance(message, msg.Problem):
+            self._problems.labels(message.code).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _Live(Collector):
+    """Read at scrape time from what the server already keeps."""
+
+    def __init__(
+        self, pool: SlotPool, speculation: SpeculationStats, interruptions: InterruptionStats
+    ) -> None:
+        self._pool = pool
+        self._speculation = speculation
+        self._interruptions = interruptions
+
+    def collect(self) -> Iterator[Metric]:
+        slots = GaugeMetricFamily(
+            "voice_agent_slots",
+            "Session slots, by state and transport.",
+            labels=["state", "transport"],
+        )
+        counted: dict[tuple[str, str], int] = {}
+        for slot in self._pool.snapshot()["slots"]:
+            key = (slot["state"], slot["transport"] or "")
+            counted[key] = counted.get(key, 0) + 1
+        for (state, transport), count in sorted(counted.items()):
+            slots.add_metric([state, transport], count)
+        yield slots
+        speculation = CounterMetricFamily(
+            "voice_agent_speculative_replies",
+            "Replies begun in a pause before the turn ended, by what became of them.",
+            labels=["outcome"],
+        )
+        for outcome, count in self._speculation.snapshot().items():
+            speculation.add_metric([outcome], count)
+        yield speculation
+        interruptions = CounterMetricFamily(
+            "voice_agent_interruptions",
+            "Replies the user spoke over, by what became of them (paused, resumed, cancelled).",
+            labels=["outcome"],
+        )
+        for outcome, count in self._interruptions.snapshot().items():
+            interruptions.add_metric([outcome], count)
+        yield interruptions
