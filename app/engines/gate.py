@@ -7,6 +7,8 @@ import heapq
 import itertools
 import os
 import threading
+import time
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
@@ -34,6 +36,9 @@ class Gate:
     other replies' later clauses, which have playout buffered ahead of them.
     """
 
+    # Every gate alive in the process, for metrics: engines are per process too.
+    live: weakref.WeakSet[Gate] = weakref.WeakSet()
+
     def __init__(self, name: str, concurrency: int) -> None:
         self.name = name
         self.concurrency = concurrency
@@ -41,6 +46,11 @@ class Gate:
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name)
+        # Since the start: calls, seconds spent waiting for a slot, and holding one.
+        self.calls = 0
+        self.waited_s = 0.0
+        self.busy_s = 0.0
+        Gate.live.add(self)
 
     @property
     def waiting(self) -> int:
@@ -71,8 +81,21 @@ class Gate:
                 return
         self._free += 1
 
-    async def run(self, fn: Callable[..., T], *args: object, priority: int = 1) -> T:
+    async def _timed_acquire(self, priority: int) -> float:
+        """Acquire, counting the wait; returns when the slot was had."""
+        asked = time.monotonic()
         await self._acquire(priority)
+        had = time.monotonic()
+        self.calls += 1
+        self.waited_s += had - asked
+        return had
+
+    def _timed_release(self, had: float) -> None:
+        self.busy_s += time.monotonic() - had
+        self._release()
+
+    async def run(self, fn: Callable[..., T], *args: object, priority: int = 1) -> T:
+        had = await self._timed_acquire(priority)
         try:
             # If the caller is cancelled, the thread still finishes its call; the
             # slot is held until it does, so concurrency stays truthful.
@@ -82,7 +105,7 @@ class Gate:
             await asyncio.wait([future])
             raise
         finally:
-            self._release()
+            self._timed_release(had)
 
     async def stream(
         self, produce: Callable[[], Iterator[T]], *, ahead: int, priority: int = 1
@@ -94,7 +117,7 @@ class Gate:
         reader needs. Closing the iterator stops the worker at its next item and
         holds the slot until the worker is out of the engine.
         """
-        await self._acquire(priority)
+        had = await self._timed_acquire(priority)
         bridge: _Bridge[T] = _Bridge(asyncio.get_running_loop(), ahead)
         worker = asyncio.get_running_loop().run_in_executor(self._executor, bridge.pump, produce)
         try:
@@ -109,7 +132,7 @@ class Gate:
             try:
                 await asyncio.wait([worker])
             finally:
-                self._release()
+                self._timed_release(had)
         await worker  # re-raises what the generator raised
 
     def close(self) -> None:

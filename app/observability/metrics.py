@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, Info, gener
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from app.engines.gate import Gate
 from app.session import messages as msg
 from app.session.interruption import InterruptionStats
 from app.session.pool import SlotPool
@@ -70,6 +71,7 @@ class Metrics:
         build = Info("voice_agent_build", "What this server is.", registry=self.registry)
         build.info({"version": _package_version(), "agent": agent})
         self.registry.register(_Live(pool, speculation, interruptions))
+        self.registry.register(_Engines())
 
     def accepted(self, transport: str) -> None:
         self._calls.labels(transport, "accepted").inc()
@@ -129,3 +131,38 @@ class _Live(Collector):
         for outcome, count in self._interruptions.snapshot().items():
             interruptions.add_metric([outcome], count)
         yield interruptions
+
+
+class _Engines(Collector):
+    """How the shared engines' gates are used: their queue and their time."""
+
+    def collect(self) -> Iterator[Metric]:
+        totals: dict[str, list[float]] = {}
+        for gate in list(Gate.live):
+            total = totals.setdefault(gate.name, [0, 0.0, 0.0, 0])
+            total[0] += gate.calls
+            total[1] += gate.waited_s
+            total[2] += gate.busy_s
+            total[3] += gate.waiting
+        families: tuple[CounterMetricFamily | GaugeMetricFamily, ...] = (
+            CounterMetricFamily(
+                "voice_agent_engine_calls", "Calls into each engine.", labels=["engine"]
+            ),
+            CounterMetricFamily(
+                "voice_agent_engine_wait_seconds",
+                "Time calls waited for a free engine (its concurrency).",
+                labels=["engine"],
+            ),
+            CounterMetricFamily(
+                "voice_agent_engine_busy_seconds",
+                "Time the engine was running calls.",
+                labels=["engine"],
+            ),
+            GaugeMetricFamily(
+                "voice_agent_engine_waiting", "Calls waiting for the engine now.", labels=["engine"]
+            ),
+        )
+        for name, values in sorted(totals.items()):
+            for family, value in zip(families, values, strict=True):
+                family.add_metric([name], value)
+        yield from families

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 async def test_a_spoken_question_gets_a_spoken_answer(
     agent_server: ServerProcess, speech: Callable[[str], Path], whisper
 ) -> None:  # type: ignore[no-untyped-def]
-    stages_before = stage_counts(await scrape(agent_server.url))
+    metrics_before = await scrape(agent_server.url)
     client = AgentClient(agent_server.url)
     await client.connect()
     try:
@@ -52,9 +52,13 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     reply_text = transcribe(whisper, reply)
     assert words(reply_text), "Whisper hears words in the reply audio"
 
-    # /metrics saw this turn in every stage's histogram.
-    stages = stage_counts(await scrape(agent_server.url))
+    # /metrics saw this turn in every stage's histogram, and each engine at work.
+    metrics = await scrape(agent_server.url)
+    stages, stages_before = stage_counts(metrics), stage_counts(metrics_before)
     assert all(stages[stage] >= stages_before.get(stage, 0) + 1 for stage in STAGES), stages
+    for engine in ("stt", "llm", "tts"):
+        busy = ("voice_agent_engine_busy_seconds_total", (("engine", engine),))
+        assert metrics[busy] > metrics_before.get(busy, 0.0), engine
 
 
 async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(

@@ -90,3 +90,26 @@ async def test_a_stream_passes_on_the_generators_error() -> None:
     assert got == ["one"]
     assert await asyncio.wait_for(gate.run(time.sleep, 0), 1) is None
     gate.close()
+
+
+async def test_calls_their_wait_and_busy_time_are_counted_for_metrics() -> None:
+    gate = Gate("test-counted", 1)
+
+    def take(seconds: float) -> None:
+        time.sleep(seconds)
+
+    def items() -> Iterator[int]:
+        time.sleep(0.05)
+        yield 1
+
+    try:
+        assert gate in Gate.live
+        await asyncio.gather(gate.run(take, 0.05), gate.run(take, 0.05))
+        async for _ in gate.stream(items, ahead=1):
+            pass
+        assert gate.calls == 3
+        assert gate.busy_s >= 0.15, "each call held the engine for at least its sleep"
+        assert gate.waited_s >= 0.03, "the second call waited for the first"
+        assert gate.waiting == 0
+    finally:
+        gate.close()
