@@ -42,6 +42,7 @@ from app.session.pool import Slot, SlotPool
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
 from app.session.speculation import SpeculationStats
+from app.session.usage import SessionUsage, UsageLedger
 from app.sip.leg import SipLeg
 from app.sip.sdp import AudioOffer
 from app.tasks import cancel_task, spawn
@@ -66,6 +67,7 @@ class CallManager:
         self.metrics = Metrics(
             self.pool, self.speculation, self.interruptions, agent=settings.agent
         )
+        self.usage = UsageLedger()
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -241,21 +243,12 @@ class CallManager:
             self._phone_settings if phone else self.settings,
             responder,
             audio,
-            self._counted(deliver),
+            self.metrics.counting(deliver),
             output_level=output_level,
             turn_model=self.turn_model,
             speculation=self.speculation,
             interruptions=self.interruptions,
         )
-
-    def _counted(
-        self, deliver: Callable[[SessionMessage], None]
-    ) -> Callable[[SessionMessage], None]:
-        def counted(message: SessionMessage) -> None:
-            self.metrics.saw(message)
-            deliver(message)
-
-        return counted
 
     async def _run(self, call: Call) -> None:
         """Start a call whose socket this request holds, and hold it until the call ends."""
@@ -391,6 +384,7 @@ class CallManager:
         self.pool.drain(call.slot)
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
+        self.usage.ended(_usage_of(call, ended=True))
         if reason in ENDINGS:
             call.dialect.call_ended(reason, ENDINGS[reason])
             await call.transport.flush(timeout_s=0.5)
@@ -408,6 +402,9 @@ class CallManager:
             self.pool.quarantine(call.slot, stuck)
         else:
             self.pool.release(call.slot)
+
+    def usage_report(self) -> dict[str, object]:
+        return self.usage.report([_usage_of(call) for call in self._calls.values()])
 
     async def hang_up(self, session_id: str) -> bool:
         call = self._calls.get(session_id)
@@ -438,3 +435,12 @@ class CallManager:
         engines, self._engines = self._engines, None
         if engines is not None:
             await engines.aclose()
+
+
+def _usage_of(call: Call, *, ended: bool = False) -> SessionUsage:
+    now = time.time()
+    started_at = now - (time.monotonic() - call.started)
+    transport = call.slot.transport or ""
+    return SessionUsage(
+        call.session.id, transport, started_at, call.session.usage, now if ended else None
+    )

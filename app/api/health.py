@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import psutil
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.api.auth import bearer_token, key_matches
+from app.api.auth import bearer_token, key_matches, require_key
 from app.api.signalling import calls_of
 from app.errors import Unauthorized
 
@@ -50,6 +50,13 @@ async def metrics(request: Request) -> Response:
         if not key_matches(server.api_key, token):
             raise Unauthorized("missing or wrong API key: send 'Authorization: Bearer <key>'")
     return Response(calls.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/usage", dependencies=[Depends(require_key)])
+async def usage(request: Request) -> dict[str, object]:
+    """Audio in and out, turns, replies and LLM tokens: per session (live ones and the
+    last ended ones) and in total since the start."""
+    return calls_of(request).usage_report()
 
 
 @router.get("/v1/stats")

@@ -20,7 +20,15 @@ from typing import Any
 
 from app.config import LlmSettings
 from app.engines.gate import Gate, default_threads
-from app.engines.llm import ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice, choice_deltas
+from app.engines.llm import (
+    ChatMessage,
+    Delta,
+    TokenCount,
+    Tool,
+    ToolCallDelta,
+    ToolChoice,
+    choice_deltas,
+)
 from app.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -62,7 +70,7 @@ class LlamaCppLLM:
         )
         self._gate = Gate("llm", 1)
         self._formatter = _chat_formatter(self._llama)
-        for _ in self._deltas([{"role": "user", "content": "Hi"}], 2, None, None):
+        for _ in self._deltas([{"role": "user", "content": "Hi"}], 2, None, None, None):
             pass  # warm up: first decode pays for buffer allocation
         log.info(
             "llm loaded: llama.cpp %s (n_ctx=%d) on cpu in %.2fs",
@@ -79,12 +87,14 @@ class LlamaCppLLM:
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
         for_reply: str | None = None,
+        tokens: TokenCount | None = None,
     ) -> AsyncGenerator[Delta, None]:
         # A few tokens of slack only: when the reader (TTS) falls behind, the
         # worker blocks instead of racing ahead and taking the cores TTS needs.
         limit = max_tokens or self._settings.max_tokens
         deltas = self._gate.stream(
-            lambda: self._deltas(messages, limit, tools, tool_choice), ahead=TOKEN_QUEUE_SIZE
+            lambda: self._deltas(messages, limit, tools, tool_choice, tokens),
+            ahead=TOKEN_QUEUE_SIZE,
         )
         async with contextlib.aclosing(deltas):
             try:
@@ -101,16 +111,17 @@ class LlamaCppLLM:
         max_tokens: int,
         tools: list[Tool] | None,
         tool_choice: ToolChoice | None,
+        tokens: TokenCount | None,
     ) -> Iterator[Delta]:
         """Runs in the gate's thread."""
         plain = _as_plain_chat(messages)
         if not tools or tool_choice == "none":
-            yield from self._chat(plain, max_tokens)
+            yield from self._chat(plain, max_tokens, tokens)
             return
         prompt, stop = self._render(_with_tools(plain, tools))
         tool = self._choose(prompt, stop, tools, tool_choice)
         if tool is None:
-            yield from self._chat(plain, max_tokens)
+            yield from self._chat(plain, max_tokens, tokens)
             return
         name = tool["function"]["name"]
         yield ToolCallDelta(0, call_id=f"call_{uuid.uuid4().hex[:20]}", name=name)
@@ -127,20 +138,34 @@ class LlamaCppLLM:
             temperature=self._settings.temperature,
             stop=stop,
         )
+        self._count_prompt(prompt, tokens)
         for chunk in chunks:
             text = chunk["choices"][0]["text"]  # type: ignore[index]
             if text:
+                if tokens is not None:
+                    tokens.completion += 1  # llama.cpp streams a token per chunk
                 yield ToolCallDelta(0, arguments=text)
 
-    def _chat(self, messages: list[ChatMessage], max_tokens: int) -> Iterator[Delta]:
+    def _chat(
+        self, messages: list[ChatMessage], max_tokens: int, tokens: TokenCount | None
+    ) -> Iterator[Delta]:
         chunks = self._llama.create_chat_completion(
             messages=list(messages),  # type: ignore[arg-type]
             stream=True,
             max_tokens=max_tokens,
             temperature=self._settings.temperature,
         )
+        if tokens is not None:
+            self._count_prompt(self._render(messages)[0], tokens)
         for chunk in chunks:
-            yield from choice_deltas(chunk)  # type: ignore[arg-type]
+            deltas = choice_deltas(chunk)  # type: ignore[arg-type]
+            if deltas and tokens is not None:
+                tokens.completion += 1
+            yield from deltas
+
+    def _count_prompt(self, prompt: str, tokens: TokenCount | None) -> None:
+        if tokens is not None:
+            tokens.prompt += len(self._llama.tokenize(prompt.encode(), special=True))
 
     def _render(self, messages: list[ChatMessage]) -> tuple[str, list[str]]:
         rendered = self._formatter(messages=messages)

@@ -60,6 +60,15 @@ class ToolCallDelta:
 Delta = str | ToolCallDelta
 
 
+@dataclass(slots=True)
+class TokenCount:
+    """Tokens a stream used, added to as it runs: from the server's `usage` where it sends
+    one, else as the engine counts them."""
+
+    prompt: int = 0
+    completion: int = 0
+
+
 class ChatLLM(Protocol):
     model_name: str
 
@@ -71,10 +80,12 @@ class ChatLLM(Protocol):
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
         for_reply: str | None = None,
+        tokens: TokenCount | None = None,
     ) -> AsyncGenerator[Delta, None]:
         """The reply, delta by delta; `max_tokens` None: llm.max_tokens. `for_reply`: the
         reply's id, logged here with the id the request carries to the server (X-Request-Id,
-        which vLLM logs), so the two logs can be joined."""
+        which vLLM logs), so the two logs can be joined. `tokens`: where to add what the
+        request used."""
         ...
 
     async def aclose(self) -> None: ...
@@ -129,6 +140,7 @@ class OpenAICompatLLM:
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
         for_reply: str | None = None,
+        tokens: TokenCount | None = None,
     ) -> AsyncGenerator[Delta, None]:
         if not self.model_name:
             await self.start()
@@ -136,6 +148,8 @@ class OpenAICompatLLM:
             "model": self.model_name,
             "messages": messages,
             "stream": True,
+            # The last chunk then says what the request used (vLLM, llama.cpp's server).
+            "stream_options": {"include_usage": True},
             "max_tokens": max_tokens or self._settings.max_tokens,
             "temperature": self._settings.temperature,
         }
@@ -160,6 +174,7 @@ class OpenAICompatLLM:
                     if chunk is _DONE:
                         return
                     if isinstance(chunk, dict):
+                        _count(chunk, tokens)
                         for delta in choice_deltas(chunk):
                             yield delta
         except httpx.TimeoutException as exc:
@@ -186,6 +201,14 @@ def _sse_chunk(line: str) -> object:
         return json.loads(data)
     except ValueError as exc:
         raise EngineError(f"LLM server sent a malformed stream line: {data[:120]!r}") from exc
+
+
+def _count(chunk: dict[str, Any], tokens: TokenCount | None) -> None:
+    usage = chunk.get("usage")
+    if tokens is None or not isinstance(usage, dict):
+        return
+    tokens.prompt += int(usage.get("prompt_tokens") or 0)
+    tokens.completion += int(usage.get("completion_tokens") or 0)
 
 
 def choice_deltas(chunk: dict[str, Any]) -> list[Delta]:

@@ -8,7 +8,7 @@ session id.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info, generate_latest
@@ -87,6 +87,17 @@ class Metrics:
                 self._stages.labels(stage).observe(ms / 1000)
         elif isinstance(message, msg.Problem):
             self._problems.labels(message.code).inc()
+
+    def counting(
+        self, deliver: Callable[[msg.SessionMessage], None]
+    ) -> Callable[[msg.SessionMessage], None]:
+        """`deliver`, with each message counted on its way."""
+
+        def counted(message: msg.SessionMessage) -> None:
+            self.saw(message)
+            deliver(message)
+
+        return counted
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

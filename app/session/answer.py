@@ -23,6 +23,7 @@ from app.session.options import SessionOptions
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder, SpeechRequest
 from app.session.turn import Job, ReplyRequest, UserTurn
+from app.session.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,17 @@ class Answerer:
         prompt_limit: int,
         audio: AudioOut,
         emit: Emit,
+        usage: Usage,
     ) -> None:
-        """`prompt_limit`: the most conversation messages a prompt holds."""
+        """`prompt_limit`: the most conversation messages a prompt holds; `usage`: the
+        session's, which its replies add to."""
         self._session_id = session_id
         self._responder = responder
         self._history = history
         self._prompt_limit = prompt_limit
         self._audio = audio
         self._emit = emit
+        self._usage = usage
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -137,6 +141,7 @@ class Answerer:
             emit=self._emit,
             timings=job.timings,
             modality="text" if options.text_only else "audio",
+            usage=self._usage,
         )
         when_ended: Callable[[Callable[[], None]], None] = (
             turn.when_ended if turn is not None else lambda action: action()
@@ -156,6 +161,7 @@ class Answerer:
                 list(options.tools) or None,
                 self._tool_choice(options),
                 reply.response_id,
+                self._usage.tokens,
             )
             if reply.modality == "text":
                 await self._write(reply, request, turn)

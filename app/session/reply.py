@@ -24,6 +24,7 @@ from app.session.audio_out import AudioOut
 from app.session.history import History, Message, Spoken, heard_text
 from app.session.timings import TurnTimings
 from app.session.tool_calls import ToolCalls
+from app.session.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class Reply:
         emit: Emit,
         timings: TurnTimings,
         modality: msg.Modality = "audio",
+        usage: Usage | None = None,
     ) -> None:
         """`task` produces this reply; interrupt() cancels it. A reply is spoken
         (play()) or, with modality "text", written (write()), and may call tools (call())."""
@@ -55,6 +57,7 @@ class Reply:
         self._emit = emit
         self._timings = timings
         self.modality = modality
+        self._usage = usage
         # (text, first sample, end sample) on the audio stream, per clause as queued.
         self._clauses: list[tuple[str, int, int]] = []
         self._written: list[str] = []
@@ -248,6 +251,10 @@ class Reply:
         self._unheld.set()
         if not self.opened:
             return
+        if self._usage is not None:
+            self._usage.replies += 1
+            played_ms = heard if heard is not None else self._audio_ms()
+            self._usage.audio_out_s += played_ms / 1000
         interrupted = status == "cancelled"
         calls = self._calls.finished(complete=status == "completed")
         if status == "completed" and not all(call.complete for call in calls):

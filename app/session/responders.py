@@ -22,7 +22,7 @@ import numpy as np
 
 from app.audio.chunker import ClauseChunker
 from app.engines import Engines
-from app.engines.llm import ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice
+from app.engines.llm import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript
 from app.engines.tts import Speech
 from app.errors import EngineError
@@ -53,6 +53,7 @@ class SpeechRequest:
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     reply_id: str | None = None  # logged with the LLM request, to find it in the server's log
+    tokens: TokenCount | None = None  # where the LLM adds the tokens this reply used
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,7 @@ class AgentResponder:
             tools=request.tools,
             tool_choice=request.tool_choice,
             for_reply=request.reply_id,
+            tokens=request.tokens,
         )
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:

@@ -34,9 +34,10 @@ from app.session.refusals import (
 )
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder
-from app.session.speculation import SpeculationStats
+from app.session.speculation import Speculation, SpeculationStats
 from app.session.turn import Job, ReplyRequest, UserTurn
 from app.session.turn_taking import TurnCallbacks, TurnTaking
+from app.session.usage import Usage
 from app.tasks import CloseOnce, OneShot, cancel_task, spawn
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class Session:
         self._emit = emit
         self._turn_model = turn_model
         self.speculation = speculation or SpeculationStats()
+        self._speculation = Speculation(session_id, self.speculation)
         self.options = SessionOptions.from_settings(settings)
         if self.options.semantic and turn_model is None:
             log.warning("no turn model loaded: turns end by silence", extra={"session_id": self.id})
@@ -91,6 +93,7 @@ class Session:
             )
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
+        self.usage = Usage()
         self.items = Items(self.history, emit, lambda: self.reply)
         callbacks = TurnCallbacks(
             started=self._speech_started,
@@ -104,11 +107,16 @@ class Session:
         )
         self._turns.configure(self.options)
         self._answerer = Answerer(
-            session_id, responder, history=self.history, prompt_limit=limit, audio=audio, emit=emit
+            session_id,
+            responder,
+            history=self.history,
+            prompt_limit=limit,
+            audio=audio,
+            emit=emit,
+            usage=self.usage,
         )
         self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
         self._job: Job | None = None  # the one being answered
-        self._speculative: UserTurn | None = None
         self._item_id = new_id("item")  # the user's next utterance
         self._manual = bytearray()  # audio since the last commit, when turn detection is off
         self._worker: asyncio.Task[None] | None = None
@@ -184,6 +192,7 @@ class Session:
 
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
+        self.usage.audio_in_samples += len(pcm16k) // 2
         if self.options.vad is None:
             self._buffer_manual(pcm16k)
             return
@@ -268,12 +277,8 @@ class Session:
         if item_id is None:
             item_id, self._item_id = self._item_id, new_id("item")
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
-        turn, self._speculative = self._speculative, None
-        if turn is not None:
-            turn.confirm()
-            self.speculation.kept += 1
-            log.debug("turn ended; speculative reply kept", extra={"session_id": self.id})
-        else:
+        self.usage.turns += 1
+        if not self._speculation.keep():
             respond = self.options.create_response
             turn = UserTurn(self.id, audio, item_id, ended=True, respond=respond, heard=heard)
             self._enqueue(turn)
@@ -319,20 +324,12 @@ class Session:
             return
         # Whether to answer is known now: changing turn detection drops the speculation.
         respond = self.options.create_response
-        self._speculative = UserTurn(self.id, audio, self._item_id, ended=False, respond=respond)
-        self._jobs.put_nowait(self._speculative)
-        self.speculation.started += 1
-        log.debug("speculating on a pause", extra={"session_id": self.id})
+        turn = UserTurn(self.id, audio, self._item_id, ended=False, respond=respond)
+        self._jobs.put_nowait(turn)
+        self._speculation.begin(turn)
 
     def _abandon_speculation(self) -> None:
-        turn, self._speculative = self._speculative, None
-        if turn is None:
-            return
-        turn.abandoned = True
-        self.speculation.dropped += 1
-        if turn.task is not None:
-            turn.task.cancel()
-        log.debug("speech resumed; speculative reply dropped", extra={"session_id": self.id})
+        self._speculation.abandon()
 
     # --- the agent's side
 

@@ -3,7 +3,12 @@ when the turn ends there, and dropped when the user speaks on."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
+
+from app.session.turn import UserTurn
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -16,3 +21,41 @@ class SpeculationStats:
 
     def snapshot(self) -> dict[str, int]:
         return asdict(self)
+
+
+class Speculation:
+    """The one reply a session may have begun in a pause, until the turn ends (kept) or
+    the user speaks on (dropped)."""
+
+    def __init__(self, session_id: str, stats: SpeculationStats) -> None:
+        self._session_id = session_id
+        self._stats = stats
+        self._turn: UserTurn | None = None
+
+    def begin(self, turn: UserTurn) -> None:
+        self.abandon()
+        self._turn = turn
+        self._stats.started += 1
+        log.debug("speculating on a pause", extra={"session_id": self._session_id})
+
+    def keep(self) -> bool:
+        """The turn ended where the speculation began: what waited for that goes ahead.
+        False if there was none."""
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return False
+        turn.confirm()
+        self._stats.kept += 1
+        log.debug("turn ended; speculative reply kept", extra={"session_id": self._session_id})
+        return True
+
+    def abandon(self) -> None:
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return
+        turn.abandoned = True
+        self._stats.dropped += 1
+        if turn.task is not None:
+            turn.task.cancel()
+        log.debug("speech resumed; speculative reply dropped",
+                  extra={"session_id": self._session_id})  # fmt: skip

@@ -62,6 +62,11 @@ async def test_metrics_need_the_key_only_when_told(
         wrong = await http.get(f"{guarded.url}/metrics", headers={"Authorization": "Bearer no"})
         assert wrong.status_code == 401
     assert await scrape(guarded.url, token="k3y")
+    async with httpx.AsyncClient(timeout=10) as http:
+        # /v1/usage observes every call: with a key set it always needs it.
+        assert (await http.get(f"{guarded.url}/v1/usage")).status_code == 401
+        keyed = await http.get(f"{guarded.url}/v1/usage", headers={"Authorization": "Bearer k3y"})
+        assert keyed.status_code == 200 and keyed.json()["sessions"] == []
     guarded.stop()
     open_ = start_server("--agent", "echo", "--server-api-key", "k3y")
     assert await scrape(open_.url), "a key for calls does not close /metrics by itself"

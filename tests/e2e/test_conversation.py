@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.audio.level import rms_db
@@ -59,6 +60,15 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     for engine in ("stt", "llm", "tts"):
         busy = ("voice_agent_engine_busy_seconds_total", (("engine", engine),))
         assert metrics[busy] > metrics_before.get(busy, 0.0), engine
+
+    # /v1/usage itemizes the call: what it heard, said, and cost the LLM.
+    async with httpx.AsyncClient(timeout=10) as http:
+        usage = (await http.get(f"{agent_server.url}/v1/usage")).json()
+    (mine,) = [s for s in usage["sessions"] if s["session_id"] == client.session_id]
+    assert (mine["transport"], mine["turns"], mine["replies"]) == ("webrtc", 1, 1), mine
+    assert mine["audio_in_s"] > 2 and mine["audio_out_s"] > 0.5, mine
+    assert mine["llm_tokens_in"] > 10 and mine["llm_tokens_out"] > 0, mine
+    assert usage["total"]["turns"] >= 1
 
 
 async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(

@@ -9,7 +9,15 @@ import pytest
 
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
-from app.engines.llm import ChatMessage, Delta, OpenAICompatLLM, Tool, ToolCallDelta, ToolChoice
+from app.engines.llm import (
+    ChatMessage,
+    Delta,
+    OpenAICompatLLM,
+    TokenCount,
+    Tool,
+    ToolCallDelta,
+    ToolChoice,
+)
 from app.errors import EngineError
 from tests.conftest import LlamaServer
 from tests.support.server import free_port
@@ -81,8 +89,12 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation() -> N
         async for _ in stream:
             break
         await stream.aclose()
-        text = await collect(llm, QUESTION)
+        tokens = TokenCount()
+        text = "".join([delta async for delta in llm.stream(QUESTION, tokens=tokens)])
         assert len(text.split()) >= 3
+        # Counted by the model's own tokenizer: the chat template and both messages...
+        assert tokens.prompt > len(" ".join(m["content"] for m in QUESTION).split())
+        assert 1 <= tokens.completion <= 48, "...and a token a streamed piece"
     finally:
         await llm.aclose()
 

@@ -15,7 +15,15 @@ import numpy as np
 
 from app.config import Settings, VadSettings
 from app.engines import Engines
-from app.engines.llm import ChatLLM, ChatMessage, Delta, Tool, ToolCallDelta, ToolChoice
+from app.engines.llm import (
+    ChatLLM,
+    ChatMessage,
+    Delta,
+    TokenCount,
+    Tool,
+    ToolCallDelta,
+    ToolChoice,
+)
 from app.engines.stt import Transcript, WordScore
 from app.engines.tts import Speech
 from app.engines.turn import TurnModel
@@ -78,8 +86,11 @@ class FakeLLM:
         tools: list[Tool] | None = None,
         tool_choice: ToolChoice | None = None,
         for_reply: str | None = None,
+        tokens: TokenCount | None = None,
     ) -> AsyncGenerator[Delta, None]:
         self.prompts.append(messages)
+        if tokens is not None:  # a token a message, and one a delta
+            tokens.prompt += len(messages)
         self.max_tokens.append(max_tokens)
         self.tools.append((tools, tool_choice))
         deltas: list[Delta]
@@ -101,6 +112,8 @@ class FakeLLM:
                 if n == self.hold_after:
                     await self.release.wait()
                 await asyncio.sleep(self.delay_s)
+                if tokens is not None:
+                    tokens.completion += 1
                 yield delta
             finished = True
         finally:

@@ -17,7 +17,7 @@ import websockets
 
 from app.audio.level import rms_db
 from app.config import LlmSettings
-from app.engines.llm import ChatMessage, OpenAICompatLLM
+from app.engines.llm import ChatMessage, OpenAICompatLLM, TokenCount
 from clients import AgentClient, load_wav
 from tests.support.realtime import create_user_text
 from tests.support.server import ServerProcess
@@ -97,15 +97,21 @@ async def test_the_llm_client_streams_from_vllm(vllm: VllmServer) -> None:
         question: list[ChatMessage] = [
             {"role": "user", "content": "What is the capital of France?"}
         ]
-        deltas = [delta async for delta in llm.stream(question)]
+        tokens = TokenCount()
+        deltas = [delta async for delta in llm.stream(question, tokens=tokens)]
     finally:
         await llm.aclose()
     assert llm.model_name == SERVED_NAME, "found by asking vLLM's /v1/models"
+    # vLLM's own count, from the usage its last chunk carries (stream_options).
+    assert tokens.prompt > 5 and 1 <= tokens.completion <= 32, tokens
     assert len(deltas) > 1, "the reply arrives as a stream of deltas"
     text = "".join(deltas)
     assert len(text.split()) >= 3
     assert finished(vllm, "stop") + finished(vllm, "length") == before + 1
-    EVIDENCE.append(f"streamed by vLLM in {len(deltas)} deltas: {text!r}")
+    EVIDENCE.append(
+        f"streamed by vLLM in {len(deltas)} deltas ({tokens.prompt} tokens in, "
+        f"{tokens.completion} out): {text!r}"
+    )
 
 
 async def test_cancelling_a_reply_aborts_its_request_in_vllm(
