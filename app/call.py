@@ -1,5 +1,5 @@
 """What a call is made of: its transport, its dialect, its session on a slot, and why it
-may end. calls.py builds calls from these and runs them."""
+may end, and how it waits for that. calls.py builds calls from these and runs them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.config import PoolSettings
 from app.errors import SignallingError
 from app.realtime.session_config import PARAMS
 from app.session.messages import SessionMessage
@@ -16,6 +17,8 @@ from app.session.options import OptionChanges
 from app.session.pool import Slot
 from app.session.refusals import OptionError
 from app.session.session import Session
+from app.session.usage import SessionUsage
+from app.tasks import cancel_task, spawn
 
 # Why a call ended, as its dialect tells the client at the end.
 ENDINGS = {
@@ -81,3 +84,58 @@ class Call:
     def request_stop(self, reason: str) -> None:
         self.stop_reason = self.stop_reason or reason
         self.stop.set()
+
+    async def until_connected(self, timeout_s: float) -> bool:
+        """False if the peer did not connect in time, or the call was hung up meanwhile
+        (a WHIP DELETE or a SIP CANCEL frees the slot at once, not after the timeout)."""
+        connecting = spawn(self.transport.wait_connected(timeout_s), f"{self.session.id}:connect")
+        stopped = asyncio.create_task(self.stop.wait(), name=f"{self.session.id}:stop")
+        try:
+            await asyncio.wait({connecting, stopped}, return_when="FIRST_COMPLETED")
+        finally:
+            stopped.cancel()
+            await cancel_task(connecting)
+        return connecting.done() and not connecting.cancelled() and connecting.result()
+
+    async def watch(self, pool: PoolSettings) -> str:
+        """Wait for the call to end; return why.
+
+        Sleeps until the stop is asked for, the peer goes, or the nearest clock
+        runs out; a clock that moved meanwhile (new audio, new speech) is simply
+        waited for again.
+        """
+        stopped = asyncio.create_task(self.stop.wait(), name=f"{self.session.id}:stop")
+        gone = asyncio.create_task(self.transport.ended.wait(), name=f"{self.session.id}:gone")
+        try:
+            while True:
+                reason, deadline = self._next_clock(pool)
+                wait_s = deadline - time.monotonic()
+                if wait_s <= 0:
+                    return reason
+                await asyncio.wait({stopped, gone}, timeout=wait_s, return_when="FIRST_COMPLETED")
+                if self.stop.is_set():
+                    return self.stop_reason or "hangup"
+                if self.transport.ended.is_set():
+                    return "peer_closed"
+        finally:
+            stopped.cancel()
+            gone.cancel()
+
+    def _next_clock(self, pool: PoolSettings) -> tuple[str, float]:
+        """The clock that runs out first, and when (time.monotonic)."""
+        clocks = [
+            ("idle_timeout", self.session.last_active_at + pool.idle_timeout_s),
+            ("session_expired", self.started + pool.max_session_s),
+        ]
+        if self.transport.watches_media:
+            heard = self.transport.last_input_at() or self.started
+            clocks.append(("media_timeout", heard + pool.media_timeout_s))
+        return min(clocks, key=lambda clock: clock[1])
+
+    def usage(self, *, ended: bool = False) -> SessionUsage:
+        now = time.time()
+        started_at = now - (time.monotonic() - self.started)
+        ended_at = now if ended else None
+        return SessionUsage(
+            self.session.id, self.slot.transport or "", started_at, self.session.usage, ended_at
+        )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
 from collections.abc import Callable, Sequence
 
 from starlette.websockets import WebSocket
@@ -42,10 +41,10 @@ from app.session.pool import Slot, SlotPool
 from app.session.responders import AgentResponder, EchoResponder, Responder
 from app.session.session import OutputLevel, Session
 from app.session.speculation import SpeculationStats
-from app.session.usage import SessionUsage, UsageLedger
+from app.session.usage import UsageLedger
 from app.sip.leg import SipLeg
 from app.sip.sdp import AudioOffer
-from app.tasks import cancel_task, spawn
+from app.tasks import spawn
 from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
 
@@ -320,62 +319,13 @@ class CallManager:
     async def _supervise(self, call: Call) -> None:
         reason = "peer_closed"
         try:
-            if not await self._until_connected(call):
+            if not await call.until_connected(self.settings.pool.connect_timeout_s):
                 reason = call.stop_reason or "connect_timeout"
                 return
             self.pool.activate(call.slot)
-            reason = await self._watch(call)
+            reason = await call.watch(self.settings.pool)
         finally:
             await self._end(call, reason)
-
-    async def _until_connected(self, call: Call) -> bool:
-        """False if the peer did not connect in time, or the call was hung up meanwhile
-        (a WHIP DELETE or a SIP CANCEL frees the slot at once, not after the timeout)."""
-        timeout_s = self.settings.pool.connect_timeout_s
-        connecting = spawn(call.transport.wait_connected(timeout_s), f"{call.session.id}:connect")
-        stopped = asyncio.create_task(call.stop.wait(), name=f"{call.session.id}:stop")
-        try:
-            await asyncio.wait({connecting, stopped}, return_when="FIRST_COMPLETED")
-        finally:
-            stopped.cancel()
-            await cancel_task(connecting)
-        return connecting.done() and not connecting.cancelled() and connecting.result()
-
-    async def _watch(self, call: Call) -> str:
-        """Wait for the call to end; return why.
-
-        Sleeps until the stop is asked for, the peer goes, or the nearest clock
-        runs out; a clock that moved meanwhile (new audio, new speech) is simply
-        waited for again.
-        """
-        stopped = asyncio.create_task(call.stop.wait(), name=f"{call.session.id}:stop")
-        gone = asyncio.create_task(call.transport.ended.wait(), name=f"{call.session.id}:gone")
-        try:
-            while True:
-                reason, deadline = self._next_clock(call)
-                wait_s = deadline - time.monotonic()
-                if wait_s <= 0:
-                    return reason
-                await asyncio.wait({stopped, gone}, timeout=wait_s, return_when="FIRST_COMPLETED")
-                if call.stop.is_set():
-                    return call.stop_reason or "hangup"
-                if call.transport.ended.is_set():
-                    return "peer_closed"
-        finally:
-            stopped.cancel()
-            gone.cancel()
-
-    def _next_clock(self, call: Call) -> tuple[str, float]:
-        """The clock that runs out first, and when (time.monotonic)."""
-        pool = self.settings.pool
-        clocks = [
-            ("idle_timeout", call.session.last_active_at + pool.idle_timeout_s),
-            ("session_expired", call.started + pool.max_session_s),
-        ]
-        if call.transport.watches_media:
-            heard = call.transport.last_input_at() or call.started
-            clocks.append(("media_timeout", heard + pool.media_timeout_s))
-        return min(clocks, key=lambda clock: clock[1])
 
     async def _end(self, call: Call, reason: str) -> None:
         """Drain, then free the slot: cancel the work, tell the client, close the peer."""
@@ -384,7 +334,7 @@ class CallManager:
         self.pool.drain(call.slot)
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
-        self.usage.ended(_usage_of(call, ended=True))
+        self.usage.ended(call.usage(ended=True))
         if reason in ENDINGS:
             call.dialect.call_ended(reason, ENDINGS[reason])
             await call.transport.flush(timeout_s=0.5)
@@ -404,7 +354,7 @@ class CallManager:
             self.pool.release(call.slot)
 
     def usage_report(self) -> dict[str, object]:
-        return self.usage.report([_usage_of(call) for call in self._calls.values()])
+        return self.usage.report([call.usage() for call in self._calls.values()])
 
     async def hang_up(self, session_id: str) -> bool:
         call = self._calls.get(session_id)
@@ -435,12 +385,3 @@ class CallManager:
         engines, self._engines = self._engines, None
         if engines is not None:
             await engines.aclose()
-
-
-def _usage_of(call: Call, *, ended: bool = False) -> SessionUsage:
-    now = time.time()
-    started_at = now - (time.monotonic() - call.started)
-    transport = call.slot.transport or ""
-    return SessionUsage(
-        call.session.id, transport, started_at, call.session.usage, now if ended else None
-    )
