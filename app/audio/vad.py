@@ -29,6 +29,7 @@ class SpeechEnded:
     audio_start_ms: int
     audio_end_ms: int
     forced: bool = False  # cut at max_utterance_s rather than by silence
+    silence_ms: int = 0  # unvoiced audio after the speech when the turn was ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +176,14 @@ class TurnDetector:
 
     def _end(self, *, forced: bool) -> SpeechEnded:
         audio, end_ms = self._trimmed()
+        silence_ms = self._silence_run * self._frame_ms
         self._utterance = None
         self._paused = False
         self._voiced_run = self._silence_run = 0
         return SpeechEnded(
-            audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms, forced=forced
+            audio=audio,
+            audio_start_ms=self._start_ms,
+            audio_end_ms=end_ms,
+            forced=forced,
+            silence_ms=silence_ms,
         )

@@ -56,6 +56,12 @@ class Metrics:
             buckets=STAGE_BUCKETS,
             registry=self.registry,
         )
+        self._end_of_turn = Histogram(
+            "voice_agent_end_of_turn_seconds",
+            "How long the user had been quiet when their turn was judged over.",
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
         self._replies = Counter(
             "voice_agent_replies",
             "Replies by how they ended (status) and why (reason, for cancelled ones).",
@@ -85,6 +91,8 @@ class Metrics:
             self._replies.labels(message.status, message.reason or "").inc()
             for stage, ms in message.timings_ms.items():
                 self._stages.labels(stage).observe(ms / 1000)
+        elif isinstance(message, msg.SpeechStopped):
+            self._end_of_turn.observe(message.silence_ms / 1000)
         elif isinstance(message, msg.Problem):
             self._problems.labels(message.code).inc()
 

@@ -117,6 +117,11 @@ class Interruptions:
         log.debug("reply paused by an interruption", extra={"session_id": self._session_id})
         return True
 
+    def cut(self, reply: Reply) -> None:
+        """A barge-in that is not held: the reply is cancelled now."""
+        if reply.interrupt("turn_detected"):
+            self._stats.cancelled += 1
+
     def ended(self, audio: bytes, item_id: str) -> None:
         """The interrupting utterance ended: judge it by its words. Utterances are judged
         in order; the reply resumes only if the last of them was no turn."""

@@ -26,6 +26,7 @@ class SpeechStarted:
 class SpeechStopped:
     item_id: str
     audio_end_ms: int
+    silence_ms: int = 0  # how long the user had been quiet when the turn was judged over
 
 
 @dataclass(frozen=True, slots=True)

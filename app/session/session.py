@@ -253,7 +253,7 @@ class Session:
         self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
 
     def _speech_ended(self, event: SpeechEnded) -> None:
-        self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms))
+        self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms, event.silence_ms))
         item_id, self._item_id = self._item_id, new_id("item")
         if self._turns.echo_only:
             self._abandon_speculation()
@@ -307,7 +307,7 @@ class Session:
         vad = self.options.vad or self._settings.vad
         window_s = vad.resume_window_ms / 1000
         if not (vad.interrupt_mode == "pause" and self._interruptions.pause(reply, window_s)):
-            reply.interrupt("turn_detected")
+            self._interruptions.cut(reply)
 
     def _barge_in(self) -> None:
         reply = self.reply

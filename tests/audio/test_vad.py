@@ -45,6 +45,7 @@ def test_one_utterance_gives_start_then_end_with_prefix_padding() -> None:
     assert 960 <= started.audio_start_ms <= 1060
     assert 2200 <= ended.audio_end_ms <= 2300
     assert not ended.forced
+    assert ended.silence_ms == 500, "the silence that ended it: the end-of-turn delay"
     seconds = len(ended.audio) / 2 / SAMPLE_RATE
     # 1.2 s of speech + 0.3 s of prefix + the hangover + at most 0.2 s of kept tail.
     assert 1.5 <= seconds <= 1.8

@@ -186,12 +186,14 @@ async def test_a_user_still_talking_when_the_window_closes_cancels_it_then() -> 
 
 async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
     # interrupt_mode cancel: cut at the barge-in, before the utterance ends.
-    session, sent, _, engines = make_session(interrupt_mode="cancel")
+    stats = InterruptionStats()
+    session, sent, _, engines = make_session(interrupt_mode="cancel", interruptions=stats)
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.seconds_per_word = 0.3
     await play_script(session, OVER_THE_REPLY)
     await wait_for(sent, msg.ReplyEnded)
     assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
+    assert stats.snapshot() == {"paused": 0, "resumed": 0, "cancelled": 1}
     await session.close()
 
     # The echo agent hears no words to judge by: whatever it held was a turn.
