@@ -90,6 +90,10 @@ class KeyEvents:
         return KEYS[packet.payload[0]]
 
 
+# Ports the OS picks are odd half the time; this many odd ones in a row are kept.
+EVEN_PORT_TRIES = 8
+
+
 class RtpStream(asyncio.DatagramProtocol):
     """One call's media socket. `on_pcm` gets the caller's audio as 16 kHz PCM,
     `on_key` each keypad press."""
@@ -119,13 +123,14 @@ class RtpStream(asyncio.DatagramProtocol):
     async def open(self, host: str) -> int:
         """Bind on `host`, an even port as RTP prefers; return the port."""
         loop = asyncio.get_running_loop()
-        for _ in range(8):
+        for attempt in range(EVEN_PORT_TRIES):
             transport, _ = await loop.create_datagram_endpoint(lambda: self, local_addr=(host, 0))
             port = int(transport.get_extra_info("sockname")[1])
-            if port % 2 == 0:
+            # An odd port works too (only RTCP's convention is lost): the last one is kept.
+            if port % 2 == 0 or attempt == EVEN_PORT_TRIES - 1:
                 return port
             transport.close()
-        return port  # an odd port works too; only RTCP's convention is lost
+        raise AssertionError("unreachable")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's UDP transport is not a subclass of asyncio's; it has the same methods.
