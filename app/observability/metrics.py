@@ -62,6 +62,13 @@ class Metrics:
             buckets=STAGE_BUCKETS,
             registry=self.registry,
         )
+        self._voice_to_voice = Histogram(
+            "voice_agent_voice_to_voice_seconds",
+            "From the end of the user's speech to the reply's first frame sent (the server's "
+            "part; the network and the client's playout buffer come on top).",
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
         self._replies = Counter(
             "voice_agent_replies",
             "Replies by how they ended (status) and why (reason, for cancelled ones).",
@@ -91,6 +98,8 @@ class Metrics:
             self._replies.labels(message.status, message.reason or "").inc()
             for stage, ms in message.timings_ms.items():
                 self._stages.labels(stage).observe(ms / 1000)
+            if message.voice_to_voice_ms is not None:
+                self._voice_to_voice.observe(message.voice_to_voice_ms / 1000)
         elif isinstance(message, msg.SpeechStopped):
             self._end_of_turn.observe(message.silence_ms / 1000)
         elif isinstance(message, msg.Problem):

@@ -216,6 +216,7 @@ class ReplyEnded:
     heard_ms: int | None = None
     error: str | None = None
     modality: Modality = "audio"
+    voice_to_voice_ms: float | None = None  # end of the user's speech to the first frame sent
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,6 +286,7 @@ class Reply:
                 self._message,
                 calls,
                 timings_ms=timings,
+                voice_to_voice_ms=self._timings.voice_to_voice_ms(),
                 reason=reason,
                 heard_ms=round(heard) if cut and heard is not None else None,
                 error=error,

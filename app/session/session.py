@@ -261,7 +261,7 @@ class Session:
         elif self._interruptions.pending:
             self._interruptions.ended(event.audio, item_id)
         else:
-            self._committed(event.audio, item_id)
+            self._committed(event.audio, item_id, silence_ms=event.silence_ms)
 
     async def _transcribe(self, audio: bytes) -> Transcript | None:
         return await self._responder.transcribe(audio, logprobs=self.options.logprobs)
@@ -270,17 +270,23 @@ class Session:
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
 
     def _committed(
-        self, audio: bytes, item_id: str | None = None, heard: Transcript | None = None
+        self,
+        audio: bytes,
+        item_id: str | None = None,
+        heard: Transcript | None = None,
+        *,
+        silence_ms: int | None = None,
     ) -> None:
-        """The user's turn is over: a user item exists; transcribe it (unless `heard`
-        already is its transcript), maybe answer it."""
+        """The user's turn is over (after `silence_ms` of silence, if silence ended it): a
+        user item exists; transcribe it (unless `heard` is its transcript), maybe answer it."""
         if item_id is None:
             item_id, self._item_id = self._item_id, new_id("item")
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
         self.usage.turns += 1
-        if not self._speculation.keep():
+        if not self._speculation.keep(silence_ms):
             respond = self.options.create_response
             turn = UserTurn(self.id, audio, item_id, ended=True, respond=respond, heard=heard)
+            turn.timings.silence_ms = silence_ms
             self._enqueue(turn)
 
     def _keys_entered(self, keys: str) -> None:

@@ -16,6 +16,8 @@ class TurnTimings:
     def __init__(self, *, ended: bool = True) -> None:
         self.vad_end: float | None = time.perf_counter() if ended else None
         self._marks: dict[str, float] = {}
+        # The user's silence before the turn was judged over, where a turn ended by it.
+        self.silence_ms: int | None = None
 
     def end_of_turn(self) -> None:
         self.vad_end = time.perf_counter()
@@ -26,6 +28,14 @@ class TurnTimings:
 
     def has(self, stage: str) -> bool:
         return stage in self._marks
+
+    def voice_to_voice_ms(self) -> float | None:
+        """From the end of the user's speech to the reply's first frame sent: the
+        server's part of voice to voice (None where either end is unknown)."""
+        sent = self.as_ms().get("first_frame_sent")
+        if self.silence_ms is None or sent is None:
+            return None
+        return self.silence_ms + sent
 
     def as_ms(self) -> dict[str, float]:
         """Milliseconds from VAD end to each stage reached, in stage order."""

@@ -46,9 +46,11 @@ async def test_calls_slots_replies_and_refusals_are_counted(
     assert during[("voice_agent_replies_total", (("reason", ""), ("status", "completed")))] == 1
     # The echo has no STT, LLM or TTS stage; its reply's audio did go out.
     assert stage_counts(during) == {"first_frame_sent": 1}
-    # The turn ended after server_vad's 500 ms of silence.
+    # The turn ended after server_vad's 500 ms of silence, and the echo went out after it.
     assert during[("voice_agent_end_of_turn_seconds_count", ())] == 1
     assert during[("voice_agent_end_of_turn_seconds_sum", ())] == 0.5
+    assert during[("voice_agent_voice_to_voice_seconds_count", ())] == 1
+    assert during[("voice_agent_voice_to_voice_seconds_sum", ())] > 0.5
     assert ("voice_agent_speculative_replies_total", (("outcome", "started"),)) in during
     assert ("voice_agent_interruptions_total", (("outcome", "paused"),)) in during
 
