@@ -104,6 +104,12 @@ class TurnDetector:
         """Voiced audio in the current utterance so far (0 outside one)."""
         return self._voiced_frames * self._frame_ms if self._utterance is not None else 0
 
+    @property
+    def speech_ms(self) -> int:
+        """How long the current utterance has gone on, from its first voiced frame (0
+        outside one)."""
+        return self.position_ms - self._start_ms if self._utterance is not None else 0
+
     def force_end(self) -> SpeechEnded | None:
         """End the current utterance now (the client committed it); None outside one."""
         if self._utterance is None:

@@ -69,6 +69,14 @@ class Metrics:
             buckets=STAGE_BUCKETS,
             registry=self.registry,
         )
+        self._barge_in = Histogram(
+            "voice_agent_barge_in_reaction_seconds",
+            "How long the user had been speaking over a reply when its audio stopped (held "
+            "or cut); the client's playout buffer comes on top.",
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        interruptions.on_reaction = self._barge_in.observe
         self._replies = Counter(
             "voice_agent_replies",
             "Replies by how they ended (status) and why (reason, for cancelled ones).",

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from app.engines.stt import Transcript
 from app.errors import EngineError
@@ -65,9 +65,16 @@ class InterruptionStats:
     paused: int = 0
     resumed: int = 0  # no turn after all: the reply went on
     cancelled: int = 0
+    # Told, at each barge-in, how long the user had been speaking when the agent's audio
+    # stopped (held or cut), in seconds: the server's reaction time (/metrics).
+    on_reaction: Callable[[float], None] | None = field(default=None, repr=False)
+
+    def reacted(self, spoken_ms: int) -> None:
+        if self.on_reaction is not None:
+            self.on_reaction(spoken_ms / 1000)
 
     def snapshot(self) -> dict[str, int]:
-        return asdict(self)
+        return {"paused": self.paused, "resumed": self.resumed, "cancelled": self.cancelled}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +110,11 @@ class Interruptions:
         """The reply held, unless something else ended it meanwhile (the client)."""
         return self._reply if self._reply is not None and not self._reply.done else None
 
-    def pause(self, reply: Reply, window_s: float) -> bool:
+    def pause(self, reply: Reply, window_s: float, spoken_ms: int) -> bool:
         """Hold `reply` while the interruption is judged; False where it cannot be held
-        (the caller cancels it instead). True while one is already held."""
+        (the caller cancels it instead). True while one is already held.
+
+        `spoken_ms`: how long the user had been speaking (the reaction time)."""
         if self._held is not None:
             return True
         if not reply.pause():
@@ -113,14 +122,16 @@ class Interruptions:
         self._reply = reply
         self._paused_at = time.monotonic()
         self._stats.paused += 1
+        self._stats.reacted(spoken_ms)
         self._window.start(window_s)
         log.debug("reply paused by an interruption", extra={"session_id": self._session_id})
         return True
 
-    def cut(self, reply: Reply) -> None:
+    def cut(self, reply: Reply, spoken_ms: int) -> None:
         """A barge-in that is not held: the reply is cancelled now."""
         if reply.interrupt("turn_detected"):
             self._stats.cancelled += 1
+            self._stats.reacted(spoken_ms)
 
     def ended(self, audio: bytes, item_id: str) -> None:
         """The interrupting utterance ended: judge it by its words. Utterances are judged

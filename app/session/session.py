@@ -304,16 +304,20 @@ class Session:
         if len(self._manual) > limit:
             del self._manual[: len(self._manual) - limit]
 
-    def _talked_over(self) -> None:
-        """The user spoke over the reply long enough: hold it while that is judged, or
-        cut it now (interrupt_mode cancel, or a reply the transport cannot hold)."""
+    def _talked_over(self, spoken_ms: int) -> None:
+        """The user spoke over the reply long enough (`spoken_ms` so far): hold it while
+        that is judged, or cut it now (interrupt_mode cancel, or a reply the transport
+        cannot hold)."""
         reply = self.reply
         if reply is None:
             return
         vad = self.options.vad or self._settings.vad
         window_s = vad.resume_window_ms / 1000
-        if not (vad.interrupt_mode == "pause" and self._interruptions.pause(reply, window_s)):
-            self._interruptions.cut(reply)
+        held = vad.interrupt_mode == "pause" and self._interruptions.pause(
+            reply, window_s, spoken_ms
+        )
+        if not held:
+            self._interruptions.cut(reply, spoken_ms)
 
     def _barge_in(self) -> None:
         reply = self.reply

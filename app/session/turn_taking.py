@@ -31,7 +31,8 @@ class TurnCallbacks:
     paused: Callable[[bytes], None]  # the utterance so far: a reply may start on it
     resumed: Callable[[], None]
     ended: Callable[[SpeechEnded], None]
-    interrupted: Callable[[], None]  # the user talked over the agent long enough
+    # The user talked over the agent long enough; how long they had spoken, in ms.
+    interrupted: Callable[[int], None]
 
 
 class TurnTaking:
@@ -110,7 +111,7 @@ class TurnTaking:
             elif isinstance(event, SpeechEnded):
                 self._ended(event)
         if self._barge_in_heard(pcm16k) and interruptible and self._vad.interrupt_response:
-            self._on.interrupted()
+            self._on.interrupted(self._detector.speech_ms)
 
     def end_now(self) -> bool:
         """End the user's turn now (a commit, or the turn model); False outside one."""

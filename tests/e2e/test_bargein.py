@@ -17,6 +17,7 @@ from bench.bargein import (
     speak_over_the_reply,
 )
 from clients import AgentClient, load_wav
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, server_stats
 from tests.support.speech import transcribe, word_error_rate
 
@@ -31,7 +32,9 @@ async def test_speaking_over_a_long_answer_stops_it_and_gets_a_new_one(
 ) -> None:
     question = load_wav(str(speech(LONG_QUESTION)))
     interruption = load_wav(str(speech(INTERRUPTION)))
+    before = await scrape(agent_server.url)
     trial = await barge_in(agent_server.url, question, interruption, after_s=1.5)
+    after = await scrape(agent_server.url)
 
     assert trial.first_status == "cancelled", "the answer was still playing when interrupted"
     assert trial.first["status_details"]["reason"] == "turn_detected"
@@ -39,6 +42,13 @@ async def test_speaking_over_a_long_answer_stops_it_and_gets_a_new_one(
     assert trial.reaction_s is not None, "reply audio was playing when the user spoke"
     window_s = confirm_window_ms(agent_server.url) / 1000
     assert trial.reaction_s <= window_s + SLACK_S, f"reply audio went on {trial.reaction_s:.3f} s"
+    # /metrics saw one barge-in, stopped once the user had spoken the confirm window.
+    reaction = "voice_agent_barge_in_reaction_seconds"
+    count, total = (
+        after[(f"{reaction}_{part}", ())] - before[(f"{reaction}_{part}", ())]
+        for part in ("count", "sum")
+    )
+    assert count == 1 and window_s <= total < window_s + 0.1, (count, total)
     # The interruption was heard as a turn of its own and answered.
     assert word_error_rate(INTERRUPTION, trial.interruption_heard) <= 0.5
     assert trial.second["status"] == "completed"

@@ -71,7 +71,8 @@ def longest_gap_s(times: list[float]) -> tuple[float, float]:
 
 
 async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lost() -> None:
-    stats = InterruptionStats()
+    reactions: list[float] = []
+    stats = InterruptionStats(on_reaction=reactions.append)
     session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
@@ -84,6 +85,8 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
     done = sent.nth(msg.ReplyEnded)
     assert (done.status, done.text) == ("completed", FULL)
     assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
+    # Held once the user had spoken the barge-in's 300 ms (in audio time, not the clock).
+    assert reactions == [pytest.approx(0.3, abs=0.03)]
     # The client saw the user start and stop, and no item for the backchannel.
     assert len(sent.of(msg.SpeechStarted)) == 2 and len(sent.of(msg.SpeechStopped)) == 2
     assert len(sent.of(msg.InputCommitted)) == 1
@@ -186,7 +189,8 @@ async def test_a_user_still_talking_when_the_window_closes_cancels_it_then() -> 
 
 async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
     # interrupt_mode cancel: cut at the barge-in, before the utterance ends.
-    stats = InterruptionStats()
+    reactions: list[float] = []
+    stats = InterruptionStats(on_reaction=reactions.append)
     session, sent, _, engines = make_session(interrupt_mode="cancel", interruptions=stats)
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.seconds_per_word = 0.3
@@ -194,10 +198,12 @@ async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
     await wait_for(sent, msg.ReplyEnded)
     assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
     assert stats.snapshot() == {"paused": 0, "resumed": 0, "cancelled": 1}
+    assert reactions == [pytest.approx(0.3, abs=0.03)]
     await session.close()
 
     # The echo agent hears no words to judge by: whatever it held was a turn.
-    stats = InterruptionStats()
+    reactions.clear()
+    stats = InterruptionStats(on_reaction=reactions.append)
     session, sent, _, _ = make_session(
         responder=EchoResponder(), resume_window_ms=WINDOW_MS, interruptions=stats
     )
@@ -206,6 +212,7 @@ async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
     await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=10)
     assert sent.nth(msg.ReplyEnded).status == "cancelled"
     assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 1}
+    assert len(reactions) == 1, "one barge-in: held, then cut, is one reaction"
     await session.close()
 
 
