@@ -29,6 +29,7 @@ from app.mediastream.playout import MarkedPlayout
 from app.mediastream.twilio import RATE as TWILIO_RATE
 from app.mediastream.twilio import TwilioDialect
 from app.observability.metrics import Metrics
+from app.observability.tracing import TurnTracer
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import RATE as REALTIME_RATE
 from app.rtc.datachannel import EventChannel
@@ -67,6 +68,11 @@ class CallManager:
             self.pool, self.speculation, self.interruptions, agent=settings.agent
         )
         self.usage = UsageLedger()
+        self.tracer = (
+            TurnTracer.over_otlp(settings.server.otlp_endpoint, replica=settings.server.replica)
+            if settings.server.otlp_endpoint
+            else None
+        )
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -242,12 +248,26 @@ class CallManager:
             self._phone_settings if phone else self.settings,
             responder,
             audio,
-            self.metrics.counting(deliver),
+            self._observed(session_id, deliver),
             output_level=output_level,
             turn_model=self.turn_model,
             speculation=self.speculation,
             interruptions=self.interruptions,
         )
+
+    def _observed(
+        self, session_id: str, deliver: Callable[[SessionMessage], None]
+    ) -> Callable[[SessionMessage], None]:
+        """`deliver`, with each message counted (/metrics) and traced on its way."""
+        metrics, tracer = self.metrics, self.tracer
+
+        def observed(message: SessionMessage) -> None:
+            metrics.saw(message)
+            if tracer is not None:
+                tracer.saw(session_id, message)
+            deliver(message)
+
+        return observed
 
     async def _run(self, call: Call) -> None:
         """Start a call whose socket this request holds, and hold it until the call ends."""
@@ -385,3 +405,6 @@ class CallManager:
         engines, self._engines = self._engines, None
         if engines is not None:
             await engines.aclose()
+        tracer, self.tracer = self.tracer, None
+        if tracer is not None:
+            await asyncio.to_thread(tracer.shutdown)  # the last turns' spans go out

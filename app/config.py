@@ -66,6 +66,11 @@ class ServerSettings(BaseModel):
         "Prometheus sends with its authorization setting) when one is set. Off: open, "
         "for a scraper inside the deployment's own network.",
     )
+    otlp_endpoint: str = Field(
+        "",
+        description="OpenTelemetry traces, over OTLP/HTTP, to this URL (a collector's "
+        "http://host:4318/v1/traces): a span per turn with a child per stage. Empty: none.",
+    )
     page_client_secrets: bool = Field(
         False,
         description="POST /v1/page/client_secret mints a 10-minute client secret for the "

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from app.engines.llama import bundled_gguf_path
+from tests.support.otlp import OtlpCollector
 from tests.support.server import ServerProcess, free_port, free_udp_port
 from tests.support.speech import have_espeak, speak_to_wav
 
@@ -41,10 +42,22 @@ def echo_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
 
 
 @pytest.fixture(scope="session")
-def agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def otlp_collector() -> Iterator[OtlpCollector]:
+    collector = OtlpCollector()
+    yield collector
+    collector.close()
+
+
+@pytest.fixture(scope="session")
+def agent_server(
+    start_server: Callable[..., ServerProcess], otlp_collector: OtlpCollector
+) -> ServerProcess:
     """The real default agent: Whisper tiny.en, SmolLM2 via llama.cpp, Kokoro. It answers
-    SIP calls too, on its `sip_port`."""
-    return start_server("--max-sessions", "2", "--sip-port", str(free_udp_port()))
+    SIP calls too, on its `sip_port`, and exports its traces to `otlp_collector`."""
+    return start_server(
+        "--max-sessions", "2", "--sip-port", str(free_udp_port()),
+        "--server-otlp-endpoint", otlp_collector.url,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")

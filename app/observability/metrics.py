@@ -8,14 +8,14 @@ session id.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.engines.gate import Gate
+from app.observability.build import package_version
 from app.session import messages as msg
 from app.session.interruption import InterruptionStats
 from app.session.pool import SlotPool
@@ -24,13 +24,6 @@ from app.session.speculation import SpeculationStats
 # Voice stages sit between tens of ms (a GPU, a speculated transcript) and seconds (a
 # first clause on two CPU cores); past 10 s a turn has failed in all but name.
 STAGE_BUCKETS = (0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
-
-
-def _package_version() -> str:
-    try:
-        return version("voice-agent")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class Metrics:
@@ -90,7 +83,7 @@ class Metrics:
             registry=self.registry,
         )
         build = Info("voice_agent_build", "What this server is.", registry=self.registry)
-        build.info({"version": _package_version(), "agent": agent})
+        build.info({"version": package_version(), "agent": agent})
         self.registry.register(_Live(pool, speculation, interruptions))
         self.registry.register(_Engines())
 
@@ -112,17 +105,6 @@ class Metrics:
             self._end_of_turn.observe(message.silence_ms / 1000)
         elif isinstance(message, msg.Problem):
             self._problems.labels(message.code).inc()
-
-    def counting(
-        self, deliver: Callable[[msg.SessionMessage], None]
-    ) -> Callable[[msg.SessionMessage], None]:
-        """`deliver`, with each message counted on its way."""
-
-        def counted(message: msg.SessionMessage) -> None:
-            self.saw(message)
-            deliver(message)
-
-        return counted
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

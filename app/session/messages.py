@@ -217,6 +217,8 @@ class ReplyEnded:
     error: str | None = None
     modality: Modality = "audio"
     voice_to_voice_ms: float | None = None  # end of the user's speech to the first frame sent
+    # Wall-clock moments of the turn and its stages (TurnTimings.stamps), for traces.
+    stamps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -287,6 +287,7 @@ class Reply:
                 calls,
                 timings_ms=timings,
                 voice_to_voice_ms=self._timings.voice_to_voice_ms(),
+                stamps=self._timings.stamps(),
                 reason=reason,
                 heard_ms=round(heard) if cut and heard is not None else None,
                 error=error,

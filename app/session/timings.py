@@ -14,7 +14,8 @@ class TurnTimings:
     by that moment count as 0 ms."""
 
     def __init__(self, *, ended: bool = True) -> None:
-        self.vad_end: float | None = time.perf_counter() if ended else None
+        self.created = time.perf_counter()  # the reply's work began (in a pause, if speculative)
+        self.vad_end: float | None = self.created if ended else None
         self._marks: dict[str, float] = {}
         # The user's silence before the turn was judged over, where a turn ended by it.
         self.silence_ms: int | None = None
@@ -45,3 +46,16 @@ class TurnTimings:
             for stage in STAGES
             if stage in self._marks
         }
+
+    def stamps(self) -> dict[str, float]:
+        """Wall-clock moments (Unix seconds) of the turn and the stages reached, for
+        traces: `speech_end` (where a silence ended the turn), `created` (the reply's
+        work began), `turn_end`, each stage, and `now`."""
+        now = time.perf_counter()
+        to_wall = time.time() - now
+        moments = {"created": self.created, **self._marks, "now": now}
+        if self.vad_end is not None:
+            moments["turn_end"] = self.vad_end
+            if self.silence_ms is not None:
+                moments["speech_end"] = self.vad_end - self.silence_ms / 1000
+        return {name: at + to_wall for name, at in moments.items()}

@@ -12,6 +12,7 @@ from app.audio.level import rms_db
 from app.session.timings import STAGES
 from clients import AgentClient, load_wav
 from tests.support.metrics import scrape, stage_counts
+from tests.support.otlp import OtlpCollector
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, transcribe, word_error_rate, words
 
@@ -19,7 +20,10 @@ pytestmark = pytest.mark.e2e
 
 
 async def test_a_spoken_question_gets_a_spoken_answer(
-    agent_server: ServerProcess, speech: Callable[[str], Path], whisper
+    agent_server: ServerProcess,
+    speech: Callable[[str], Path],
+    whisper,
+    otlp_collector: OtlpCollector,
 ) -> None:  # type: ignore[no-untyped-def]
     metrics_before = await scrape(agent_server.url)
     client = AgentClient(agent_server.url)
@@ -69,6 +73,23 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     assert mine["audio_in_s"] > 2 and mine["audio_out_s"] > 0.5, mine
     assert mine["llm_tokens_in"] > 10 and mine["llm_tokens_out"] > 0, mine
     assert usage["total"]["turns"] >= 1
+
+    # The collector got the turn's trace: a turn span, and a child per stage in order,
+    # whose ends fall where response.done's timings put them (0: reached in the pause).
+    turn, *children = await otlp_collector.trace_of(response["id"])
+    assert turn.attributes["voice_agent.session_id"] == client.session_id
+    assert turn.resource["service.name"] == "voice-agent"
+    assert [span.name for span in children] == [
+        "end_of_turn", "stt", "llm.first_token", "llm.first_clause", "tts.first_audio",
+        "send.first_frame", "playout",
+    ]  # fmt: skip
+    turn_end = children[0].end_s
+    for span in children[1:-1]:
+        stage = span.attributes["voice_agent.stage"]
+        after_ms = max(0.0, span.end_s - turn_end) * 1000
+        assert after_ms == pytest.approx(timings[stage], abs=2), stage
+    assert turn.start_s <= min(s.start_s for s in children)
+    assert max(s.end_s for s in children) <= turn.end_s
 
 
 async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(
