@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,6 +107,21 @@ async def run_session(
         await client.close()
 
 
+# What run_concurrent starts per client: run_session's signature.
+Caller = Callable[
+    [str, list[Path], int, Results, int, asyncio.Event | None], Coroutine[None, None, None]
+]
+
+
+def prompt_wavs(folder: Path) -> list[Path]:
+    """PROMPTS spoken by espeak-ng into WAVs in `folder`: what the clients say."""
+    wavs = []
+    for i, text in enumerate(PROMPTS):
+        speak_to_wav(text, folder / f"prompt{i}.wav")
+        wavs.append(folder / f"prompt{i}.wav")
+    return wavs
+
+
 def rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 2**20
 
@@ -123,15 +139,22 @@ class Run:
 
 
 async def run_concurrent(
-    url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]
+    url: str,
+    pid: int | None,
+    sessions: int,
+    turns: int,
+    wavs: list[Path],
+    session: Caller = run_session,
 ) -> Run:
-    """`sessions` clients at once; gauges are read before any of them hangs up."""
+    """`sessions` clients at once; gauges are read before any of them hangs up.
+
+    `session` runs each client (bench.gpu passes one that counts a failed client's
+    turns instead of ending the run)."""
     results = Results(expected=sessions)
     hold = asyncio.Event()
     cpu0, wall0 = (cpu_s(pid) if pid else 0.0), time.monotonic()
     clients = [
-        asyncio.create_task(run_session(url, wavs, turns, results, i, hold))
-        for i in range(sessions)
+        asyncio.create_task(session(url, wavs, turns, results, i, hold)) for i in range(sessions)
     ]
     waiter = asyncio.create_task(results.all_finished.wait())
     await asyncio.wait([waiter, *clients], return_when=asyncio.FIRST_COMPLETED)
@@ -225,10 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     folder = Path(tempfile.mkdtemp(prefix="bench-"))
-    wavs = []
-    for i, text in enumerate(PROMPTS):
-        speak_to_wav(text, folder / f"prompt{i}.wav")
-        wavs.append(folder / f"prompt{i}.wav")
+    wavs = prompt_wavs(folder)
 
     server = None
     if args.url:
