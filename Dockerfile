@@ -42,13 +42,13 @@ CMD ["python", "-m", "app"]
 
 
 # Whisper through CTranslate2 and Kokoro through onnxruntime on CUDA. Both need CUDA 12 and
-# cuDNN 9 here: CTranslate2 4.x is built for them, and onnxruntime-gpu 1.28+ moved to CUDA 13,
-# hence the pin. The NVIDIA libraries come from PyPI, so any base image works; the host needs
-# the NVIDIA driver and container toolkit only.
+# cuDNN 9 here: CTranslate2 4.x is built for them, and onnxruntime-gpu 1.27+ moved to CUDA 13
+# (its `cuda` extra pulls nvidia-*-cu13), hence the pin to 1.26. The NVIDIA libraries come
+# from PyPI, so any base image works; the host needs the NVIDIA driver and container toolkit.
 FROM base AS gpu
 USER root
 RUN pip uninstall --yes onnxruntime \
- && pip install "onnxruntime-gpu[cuda,cudnn]==1.27.*" nvidia-cublas-cu12 "nvidia-cudnn-cu12==9.*" \
+ && pip install "onnxruntime-gpu[cuda,cudnn]==1.26.*" nvidia-cublas-cu12 "nvidia-cudnn-cu12==9.*" \
  && python -c 'import glob; print(*glob.glob("/usr/local/lib/python3.11/site-packages/nvidia/*/lib"), sep="\n")' > /etc/ld.so.conf.d/nvidia-pip.conf \
  && ldconfig
 # No GPU at build time, but the CUDA provider and every library it links can be checked

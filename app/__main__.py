@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=settings.server.host,
         port=settings.server.port,
         log_config=None,
+        loop=settings.server.event_loop,
         timeout_graceful_shutdown=3,
     )
     DrainingServer(config, app.state.calls).run()

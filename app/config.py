@@ -41,6 +41,11 @@ class ServerSettings(BaseModel):
         "the relay, so anyone who can load the page can: use a TURN user for this alone.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        "auto",
+        description="The event loop: uvloop (libuv) or Python's own asyncio loop. auto: "
+        "uvloop where it is installed, as it is with this package.",
+    )
     replica: str = Field(
         "",
         pattern=r"^[a-z0-9-]{0,32}$",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from app.calls import CallManager
 from app.config import Settings, get_settings
 from app.sip.server import SipServer
 
+log = logging.getLogger(__name__)
+
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
@@ -34,6 +37,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loop = type(asyncio.get_running_loop())
+        log.info("event loop: %s.%s", loop.__module__, loop.__qualname__)
         # Load in the background so /healthz can report "loading" meanwhile.
         loading = asyncio.create_task(calls.load(), name="engines:load")
         sip = SipServer(settings.sip, calls, settings.server.host) if settings.sip.port else None

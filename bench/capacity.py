@@ -8,7 +8,9 @@ For each agent it runs 1, 2, 3, ... concurrent sessions (each speaking
 `--turns` utterances) until voice-to-voice p50 exceeds `--degrade` times the
 one-session figure, and prints per step: p50/p95, server CPU per session and RSS
 per session. In echo mode the CPU figure is the media path alone (Opus decode,
-resample, VAD, resample, Opus encode, pacing). It prints figures; it asserts nothing.
+resample, VAD, resample, Opus encode, pacing), and it first holds calls open to print
+CPU per call and calls held per core over WebRTC and over SIP/RTP (bench.media). It
+prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ import argparse
 import asyncio
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from bench import machine
-from bench.latency import PROMPTS, cpu_s, llm_flags, percentile, run_concurrent
-from clients import AgentClient, load_wav
-from tests.support.server import ServerProcess
+from bench import machine, media
+from bench.latency import PROMPTS, llm_flags, percentile, run_concurrent
+from bench.media import phone_microphone
+from tests.support.server import ServerProcess, free_udp_port
 from tests.support.speech import speak_to_wav
 
 
@@ -54,41 +55,6 @@ async def sweep(url: str, pid: int, args: argparse.Namespace, wavs: list[Path]) 
     print(f"-> held {args.max} sessions without degrading")
 
 
-async def steady_media(url: str, pid: int, sessions: int, wav: Path, seconds: float) -> float:
-    """Server CPU % per session with calls held open and talking.
-
-    Each client says `wav` every 6 s, so the media path sees the user speaking, the
-    agent answering and both silent, as in a conversation; connection setup is
-    left out of the window.
-    """
-    said = load_wav(str(wav))
-    clients = [AgentClient(url) for _ in range(sessions)]
-    for client in clients:
-        await client.connect()
-
-    async def talk(client: AgentClient) -> None:
-        while True:
-            client.mic.say(said)
-            await asyncio.sleep(6)
-
-    talkers = [asyncio.create_task(talk(client)) for client in clients]
-    try:
-        await asyncio.sleep(3)
-        cpu0, wall0 = cpu_s(pid), time.monotonic()
-        await asyncio.sleep(seconds)
-        return (cpu_s(pid) - cpu0) / (time.monotonic() - wall0) * 100 / sessions
-    finally:
-        for task in talkers:
-            task.cancel()
-        await asyncio.gather(*(client.close() for client in clients))
-
-
-async def media_path(url: str, pid: int, counts: list[int], wav: Path) -> None:
-    print("steady calls  CPU %/session (media path, 24 s window)")
-    for sessions in counts:
-        print(f"{sessions:>12} {await steady_media(url, pid, sessions, wav, 24):>15.1f}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -111,7 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         wavs.append(folder / f"prompt{i}.wav")
     for agent in ["echo", "llm"] if args.agent == "both" else [args.agent]:
         server = ServerProcess(
-            ["--agent", agent, "--max-sessions", str(args.max), *llm_flags(args.llm_url)],
+            [
+                "--agent",
+                agent,
+                "--max-sessions",
+                str(args.max),
+                *llm_flags(args.llm_url),
+                "--sip-port",
+                str(free_udp_port()),
+            ],  # fmt: skip
             folder / f"{agent}.log",
         )
         server.wait_healthy()
@@ -119,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if agent == "echo":
                 counts = sorted({1, min(4, args.max), args.max})
-                asyncio.run(media_path(server.url, server.proc.pid, counts, wavs[0]))
+                mic = phone_microphone(wavs[0], folder / "phone-mic.wav")
+                print(media.HEADER)
+                asyncio.run(media.measure(server, counts, wavs[0], mic, folder, "uvloop"))
             asyncio.run(sweep(server.url, server.proc.pid, args, wavs))
         finally:
             server.stop()

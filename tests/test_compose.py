@@ -337,3 +337,12 @@ def test_agent_image_runs_as_a_user_with_a_healthcheck(target: str | None) -> No
 def test_dockerignore_keeps_venvs_and_secrets_out() -> None:
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv", ".vllm", ".env", ".git"} <= set(ignored)
+
+
+def test_the_gpu_image_and_the_gpu_bench_install_the_same_cuda_12_onnxruntime() -> None:
+    # onnxruntime-gpu 1.27 and later pull CUDA 13 libraries; CTranslate2 4.x loads cuBLAS 12,
+    # so both must stay on 1.26 until CTranslate2 moves.
+    pin = re.compile(r'"onnxruntime-gpu\[cuda,cudnn\]==([0-9.*]+)"')
+    image = pin.findall(AGENT_DOCKERFILE.read_text())
+    bench = pin.findall((REPO / "bench" / "gpu_setup.sh").read_text())
+    assert image == bench == ["1.26.*"]

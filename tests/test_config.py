@@ -75,6 +75,7 @@ OTHER_VALUES: dict[str, object] = {
     "sip.allow": "10.0.0.0/8",
     "tts.optimization": "all",
     "server.log_level": "debug",
+    "server.event_loop": "asyncio",
     "vad.frame_ms": 10,
     "vad.aggressiveness": 3,
     "vad.interrupt_mode": "cancel",

@@ -61,6 +61,9 @@ async def test_a_spoken_question_gets_a_spoken_answer(
     metrics = await scrape(agent_server.url)
     stages, stages_before = stage_counts(metrics), stage_counts(metrics_before)
     assert all(stages[stage] >= stages_before.get(stage, 0) + 1 for stage in STAGES), stages
+    for histogram in ("end_of_turn", "voice_to_voice"):
+        count = (f"voice_agent_{histogram}_seconds_count", ())
+        assert metrics[count] >= metrics_before[count] + 1, histogram
     for engine in ("stt", "llm", "tts"):
         busy = ("voice_agent_engine_busy_seconds_total", (("engine", engine),))
         assert metrics[busy] > metrics_before.get(busy, 0.0), engine
