@@ -12,6 +12,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from app.calls import CallManager
+from app.ws.transport import MAX_MESSAGE_BYTES as WS_MAX_MESSAGE_BYTES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=settings.server.port,
         log_config=None,
         loop=settings.server.event_loop,
+        # A WebSocket message up to the app's own limit reaches it, to be answered there.
+        ws_max_size=WS_MAX_MESSAGE_BYTES + 1024,
         timeout_graceful_shutdown=3,
     )
     DrainingServer(config, app.state.calls).run()

@@ -71,6 +71,12 @@ class ServerSettings(BaseModel):
         "Prometheus sends with its authorization setting) when one is set. Off: open, "
         "for a scraper inside the deployment's own network.",
     )
+    max_body_bytes: int = Field(
+        1024 * 1024,
+        ge=64 * 1024,
+        description="The largest HTTP request body taken on any route (413 beyond): an SDP "
+        "offer with its session config fits well within the default.",
+    )
     otlp_endpoint: str = Field(
         "",
         description="OpenTelemetry traces, over OTLP/HTTP, to this URL (a collector's "

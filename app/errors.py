@@ -36,6 +36,10 @@ class TooLarge(VoiceAgentError):
     type = "invalid_request_error"
 
 
+class MessageTooLarge(VoiceAgentError):
+    """An event over what the client's channel takes in one message."""
+
+
 class NotFound(VoiceAgentError):
     type = "invalid_request_error"
 

@@ -22,6 +22,7 @@ from app.api import (
     whip,
 )
 from app.api.auth import ClientSecrets
+from app.api.body_limit import BodyLimit
 from app.calls import CallManager
 from app.config import Settings, get_settings
 from app.sip.server import SipServer
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await sip.aclose()
 
     app = FastAPI(title="voice-agent", lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
     app.state.calls = calls
     app.state.client_secrets = ClientSecrets()
     errors.install(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from app.errors import (
     BadRequest,
@@ -20,6 +21,13 @@ from app.errors import (
 
 def error_body(type_: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"type": type_, "message": message}}
+
+
+def validation_problems(exc: RequestValidationError | ValidationError) -> str:
+    """Each problem as `where: what`, as a client can act on it."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+    )
 
 
 def install(app: FastAPI) -> None:
@@ -61,10 +69,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        return JSONResponse(
+            error_body("invalid_request_error", validation_problems(exc)), status_code=400
         )
-        return JSONResponse(error_body("invalid_request_error", problems), status_code=400)
 
     @app.exception_handler(VoiceAgentError)
     async def _other(_: Request, exc: VoiceAgentError) -> JSONResponse:

@@ -69,10 +69,10 @@ async def _offer_of(request: Request) -> tuple[str, OptionChanges | None]:
     sdp, session = form.get("sdp"), form.get("session")
     if sdp is None:
         raise SignallingError("the form has no 'sdp' field")
-    sdp_text = (await sdp.read()).decode() if isinstance(sdp, UploadFile) else sdp
+    sdp_text = await _text_of(sdp, "sdp")
     if session is None:
         return sdp_text, None
-    raw = (await session.read()).decode() if isinstance(session, UploadFile) else session
+    raw = await _text_of(session, "session")
     try:
         config = SessionConfig.model_validate_json(raw)
     except ValidationError as exc:
@@ -83,3 +83,12 @@ async def _offer_of(request: Request) -> tuple[str, OptionChanges | None]:
             f"{problem['msg']}"
         ) from exc
     return sdp_text, to_changes(config)
+
+
+async def _text_of(part: UploadFile | str, name: str) -> str:
+    if isinstance(part, str):
+        return part
+    try:
+        return (await part.read()).decode()
+    except UnicodeDecodeError:
+        raise SignallingError(f"the '{name}' field is not UTF-8 text") from None

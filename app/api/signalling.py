@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from app.api.auth import require_key
+from app.api.bodies import read_limited
+from app.api.errors import validation_problems
 from app.calls import CallManager
+from app.errors import BadRequest
+from app.rtc.sdp import MAX_SDP_BYTES
 from app.session.options import OptionChanges
 
 router = APIRouter()
 
 
 class OfferRequest(BaseModel):
-    sdp: str = Field(min_length=1, max_length=65536)
+    sdp: str = Field(min_length=1, max_length=MAX_SDP_BYTES)
     type: Literal["offer"]
 
 
@@ -36,8 +40,25 @@ def secret_changes(request: Request) -> list[OptionChanges]:
     return [secret.changes] if secret is not None and secret.changes is not None else []
 
 
-@router.post("/offer", response_model=AnswerResponse, dependencies=[Depends(require_key)])
-async def offer(body: OfferRequest, request: Request) -> AnswerResponse:
-    """Answer a WebRTC offer. 400 bad SDP, 503 pool full (Retry-After) or not ready."""
+@router.post(
+    "/offer",
+    response_model=AnswerResponse,
+    dependencies=[Depends(require_key)],
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": OfferRequest.model_json_schema()}},
+        }
+    },
+)
+async def offer(request: Request) -> AnswerResponse:
+    """Answer a WebRTC offer. 400 bad SDP, 401 bad key, 413 too large, 503 pool full
+    (Retry-After) or not ready."""
+    # Read here, after the key was checked, and no more than an offer can be.
+    raw = await read_limited(request, MAX_SDP_BYTES * 2)
+    try:
+        body = OfferRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        raise BadRequest(validation_problems(exc)) from None
     answer, session_id = await calls_of(request).open_webrtc(body.sdp, secret_changes(request))
     return AnswerResponse(sdp=answer, session_id=session_id)

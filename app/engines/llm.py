@@ -199,7 +199,7 @@ def _sse_chunk(line: str) -> object:
         return _DONE
     try:
         return json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise EngineError(f"LLM server sent a malformed stream line: {data[:120]!r}") from exc
 
 

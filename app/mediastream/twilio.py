@@ -76,7 +76,7 @@ class TwilioDialect:
         try:
             event = json.loads(data)
             kind = event["event"]
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise BadStreamMessage(f"not a media stream message: {str(data)[:80]!r}") from exc
         try:
             self._handle(kind, event)

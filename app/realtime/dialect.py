@@ -18,6 +18,7 @@ import numpy as np
 
 from app.audio import g711
 from app.audio.resample import Resampler
+from app.errors import MessageTooLarge
 from app.realtime import client_events as cmd
 from app.realtime import server_events as events
 from app.realtime.session_config import (
@@ -132,6 +133,10 @@ class RealtimeDialect:
         except refusals.Refused as exc:
             code, param = REFUSALS.get(type(exc), ("invalid_value", None))
             self._refuse(sender, str(exc), code, param, event)
+        except Exception:
+            # A bug must cost this event, not the call.
+            log.exception("client event failed", extra={"session_id": self.session.id})
+            self._refuse(sender, "the server failed on this event", "internal", None, event)
 
     def call_ended(self, code: str, message: str) -> None:
         """The call is over; the last event the client gets says why."""
@@ -239,7 +244,17 @@ class RealtimeDialect:
     def _send(self, event: events.Event, *, to: EventChannel | None = None) -> None:
         text, droppable = _json(event), event["type"].endswith(".delta")
         for channel in [to] if to is not None else [self._channel, *self._watchers]:
-            channel.send_text(text, droppable=droppable)
+            try:
+                channel.send_text(text, droppable=droppable)
+            except MessageTooLarge as exc:
+                # The client cannot take this event; it hears that it missed one.
+                log.warning("%s not sent: %s", event["type"], exc,
+                            extra={"session_id": self._session and self._session.id})  # fmt: skip
+                problem = events.error(
+                    f"a {event['type']} event of {len(text)} bytes was not sent: {exc}",
+                    type_="server_error", code="event_too_large",
+                )  # fmt: skip
+                channel.send_text(_json(problem))
 
 
 def _pcm24k_base64(pcm16k: bytes) -> str:
@@ -269,6 +284,8 @@ def _decode(
         event = json.loads(data)
     except ValueError as exc:
         return None, events.error(f"malformed JSON: {exc}", code="invalid_json")
+    except RecursionError:
+        return None, events.error("JSON nested too deeply", code="invalid_json")
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         return None, events.error(
             "an event is a JSON object with a string 'type'", code="invalid_event"

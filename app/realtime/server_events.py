@@ -360,6 +360,9 @@ def audio_delta(response_id: str, item_id: str, output_index: int, audio: bytes)
     return _of_part("response.output_audio.delta", response_id, item_id, output_index, delta=delta)
 
 
+MAX_ECHO_CHARS = 128
+
+
 def error(message: str, *, type_: str = "invalid_request_error", code: str | None = None) -> Event:
     body: dict[str, Any] = {"type": type_, "message": message}
     if code:
@@ -368,7 +371,18 @@ def error(message: str, *, type_: str = "invalid_request_error", code: str | Non
 
 
 def client_error(message: str, code: str, param: str | None, event_id: str | None) -> Event:
-    """A client event refused: what was wrong, which field, and which event it was."""
-    event = error(message, code=code)
-    event["error"].update(param=param, event_id=event_id)
+    """A client event refused: what was wrong, which field, and which event it was.
+
+    What the client wrote (its type, field names, event id) is echoed only up to a
+    point: a hostile client must not get its megabytes sent back to it."""
+    event = error(_clip(message, MAX_ECHO_CHARS * 2) or "", code=code)
+    event["error"].update(
+        param=_clip(param, MAX_ECHO_CHARS), event_id=_clip(event_id, MAX_ECHO_CHARS)
+    )
     return event
+
+
+def _clip(text: str | None, most: int) -> str | None:
+    if text is None or len(text) <= most:
+        return text
+    return f"{text[:most]}... ({len(text)} characters)"

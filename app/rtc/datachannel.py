@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from aiortc import RTCDataChannel
 
+from app.errors import MessageTooLarge
+
 log = logging.getLogger(__name__)
 
 EVENTS_LABEL = "oai-events"
@@ -20,14 +22,18 @@ EVENTS_LABEL = "oai-events"
 PENDING_EVENTS = 64
 # Past this much unsent data the peer is not reading; drop what is only cosmetic.
 HIGH_WATER_BYTES = 1 << 20
+# Past this much, even events that matter: the call ends rather than buffer without bound.
+STALLED_BYTES = 8 << 20
 MAX_MESSAGE_BYTES = 256 * 1024
 
 
 class EventChannel:
     max_message_bytes = MAX_MESSAGE_BYTES
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, on_stalled: Callable[[], None] = lambda: None) -> None:
+        """`on_stalled`: the peer has stopped reading; its call should end."""
         self._session_id = session_id
+        self._on_stalled = on_stalled
         self._channel: RTCDataChannel | None = None
         self._pending: deque[str] = deque(maxlen=PENDING_EVENTS)
         self.dropped = 0
@@ -48,7 +54,11 @@ class EventChannel:
             channel.on("open", self._opened)
 
     def _received(self, data: str | bytes) -> None:
-        self.on_message(data)
+        # Runs inside aiortc's DTLS loop: what escapes from here would end the call.
+        try:
+            self.on_message(data)
+        except Exception:
+            log.exception("event handling failed", extra={"session_id": self._session_id})
 
     def _opened(self) -> None:
         assert self._channel is not None
@@ -57,6 +67,7 @@ class EventChannel:
         self.on_open()
 
     def send_text(self, text: str, *, droppable: bool = False) -> None:
+        """Raises MessageTooLarge for a message over what the peer takes in one."""
         channel = self._channel
         if channel is None or channel.readyState == "connecting":
             self._pending.append(text)
@@ -71,7 +82,15 @@ class EventChannel:
                 )
             self.dropped += 1
             return
-        channel.send(text)
+        if channel.bufferedAmount > STALLED_BYTES:
+            log.warning("peer is not reading its events; ending the call",
+                        extra={"session_id": self._session_id})  # fmt: skip
+            self._on_stalled()
+            return
+        try:
+            channel.send(text)
+        except ValueError as exc:  # over the peer's max-message-size (aiortc checks)
+            raise MessageTooLarge(str(exc)) from None
 
     async def flush(self, timeout_s: float) -> None:
         """Give queued events a chance to leave before the channel closes."""

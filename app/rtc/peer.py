@@ -40,13 +40,13 @@ class RtcPeer:
         accept_rsa_peers()  # gateways with RSA certificates, as well as browsers
         # An explicit empty list: aiortc's default would try a public STUN server.
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
-        self.events = EventChannel(session_id)
+        self.connected = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.events = EventChannel(session_id, on_stalled=self.ended.set)
         self.outbound: PacedAudioTrack | None = None
         self.inbound: InboundAudio | None = None
         self._mic: MediaStreamTrack | None = None
         self._reader: asyncio.Task[None] | None = None
-        self.connected = asyncio.Event()
-        self.ended = asyncio.Event()
         self._closer = CloseOnce(self._close, f"{session_id}:peer-close")
         self.pc.on("track", self._on_track)
         self.pc.on("datachannel", self._on_datachannel)

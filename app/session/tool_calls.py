@@ -78,5 +78,5 @@ class ToolCalls:
 def _is_object(arguments: str) -> bool:
     try:
         return isinstance(json.loads(arguments), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False

@@ -1,8 +1,8 @@
 """One call over a WebSocket: text messages both ways, reply audio inside them.
 
-Outgoing messages wait in a bounded outbox written by one task. Reply audio
-waits for room there (backpressure); any other message finding it full means
-the client stopped reading, and the call ends rather than buffering without
+Outgoing messages wait in an outbox written by one task, bounded in messages and in
+bytes. Reply audio waits for room there (backpressure); any other message finding it
+full means the client stopped reading, and the call ends rather than buffering without
 limit. What the messages say is the dialect's business.
 """
 
@@ -21,6 +21,9 @@ from app.tasks import cancel_task, spawn
 log = logging.getLogger(__name__)
 
 OUTBOX_EVENTS = 256
+# Seconds of reply audio are ~40 KB of base64 each; what does not fit is a client that
+# stopped reading (or never reads what its own events make us say).
+OUTBOX_BYTES = 4 * 1024 * 1024
 # input_audio_buffer.append may carry 15 MiB of audio, base64 grows it by a third.
 MAX_MESSAGE_BYTES = 21 * 1024 * 1024
 
@@ -34,6 +37,9 @@ class WsTransport:
         self.session_id = session_id
         self.ended = asyncio.Event()
         self._outbox: asyncio.Queue[str] = asyncio.Queue(maxsize=OUTBOX_EVENTS)
+        self._outbox_bytes = 0
+        self._room = asyncio.Event()  # set whenever the outbox's bytes are under its bound
+        self._room.set()
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
 
@@ -51,26 +57,48 @@ class WsTransport:
         """`droppable` is not used: every message waits its turn in the outbox."""
         if self.ended.is_set():
             return
-        try:
-            self._outbox.put_nowait(text)
-        except asyncio.QueueFull:
+        if not self._has_room(text):
             log.warning("client is not reading its events; ending the call",
                         extra={"session_id": self.session_id})  # fmt: skip
-            self.ended.set()
+            self._end()
+            return
+        self._queue(text)
 
     async def send_when_room(self, text: str) -> None:
         """Reply audio: waits while the outbox is full (backpressure)."""
-        if self.ended.is_set():
-            raise EndOfStream("the WebSocket has closed")
-        await self._outbox.put(text)
+        while True:
+            if self.ended.is_set():
+                raise EndOfStream("the WebSocket has closed")
+            if self._has_room(text):
+                self._queue(text)
+                return
+            self._room.clear()
+            await self._room.wait()
+
+    def _has_room(self, text: str) -> bool:
+        # One message bigger than the bound still goes out alone (it echoes the client's own).
+        if self._outbox.full():
+            return False
+        return not self._outbox_bytes or self._outbox_bytes + len(text) <= OUTBOX_BYTES
+
+    def _end(self) -> None:
+        self.ended.set()
+        self._room.set()  # wakes audio waiting for room: it finds the call over
+
+    def _queue(self, text: str) -> None:
+        self._outbox.put_nowait(text)
+        self._outbox_bytes += len(text)
 
     async def _write(self) -> None:
         try:
             while True:
-                await self._ws.send_text(await self._outbox.get())
+                text = await self._outbox.get()
+                await self._ws.send_text(text)
+                self._outbox_bytes -= len(text)
+                self._room.set()
                 self._outbox.task_done()
         except (WebSocketDisconnect, RuntimeError, OSError):
-            self.ended.set()
+            self._end()
 
     async def _read(self, on_message: Callable[[str | bytes], None]) -> None:
         try:
@@ -83,7 +111,7 @@ class WsTransport:
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         finally:
-            self.ended.set()
+            self._end()
 
     async def flush(self, timeout_s: float) -> None:
         """Give queued messages a chance to leave before the socket closes."""
@@ -94,7 +122,7 @@ class WsTransport:
                 await self._outbox.join()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
-        self.ended.set()
+        self._end()
         await cancel_task(self._reader)
         await cancel_task(self._writer)
         if self._ws.application_state == WebSocketState.CONNECTED:

@@ -1,0 +1,73 @@
+"""A hostile Realtime WebSocket client against the echo server: what it sends cannot make
+the server hold, or send back, more than a bounded amount."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+import psutil
+import pytest
+import websockets
+
+from app.ws.transport import OUTBOX_BYTES
+from tests.support.server import ServerProcess, until_in_use
+
+pytestmark = pytest.mark.e2e
+
+
+def ws_url(server: ServerProcess) -> str:
+    return server.url.replace("http://", "ws://") + "/v1/realtime?model=x"
+
+
+async def test_a_huge_unknown_type_gets_a_short_error(echo_server: ServerProcess) -> None:
+    async with websockets.connect(ws_url(echo_server), max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        await ws.send(json.dumps({"type": "x" * 1_000_000, "event_id": "e" * 100_000}))
+        raw = await ws.recv()
+    error = json.loads(raw)["error"]
+    assert error["code"] == "unknown_event"
+    assert len(raw) < 1024, "the client's megabyte is not echoed back"
+    assert error["message"].endswith("characters)"), "it says how long the message was"
+    assert error["event_id"].startswith("eee") and len(error["event_id"]) < 200
+
+
+async def test_a_client_that_never_reads_is_cut_off_not_buffered(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--max-sessions", "1")
+    rss_before = psutil.Process(server.proc.pid).memory_info().rss
+    text = "word " * 600_000  # 3 MB of text, which item.added and item.done each echo
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    async with websockets.connect(ws_url(server), max_size=None) as ws:
+        # Never read: 20 items would queue 120 MB of echoes for this client.
+        for _ in range(20):
+            try:
+                await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+            except websockets.ConnectionClosed:
+                break
+        await asyncio.sleep(1)
+        received = 0
+        with pytest.raises(websockets.ConnectionClosed):
+            while True:
+                received += len(await asyncio.wait_for(ws.recv(), timeout=30))
+    # The server ended the call once the outbox was over its bound, far short of 120 MB.
+    assert received < 40 * 1024 * 1024 + OUTBOX_BYTES, received
+    await until_in_use(server.url, 0)
+    grown = psutil.Process(server.proc.pid).memory_info().rss - rss_before
+    assert grown < 150 * 1024 * 1024, f"RSS grew {grown / 2**20:.0f} MB"
+
+
+async def test_json_nested_too_deeply_gets_an_error_and_the_session_goes_on(
+    echo_server: ServerProcess,
+) -> None:
+    async with websockets.connect(ws_url(echo_server), max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        await ws.send("[" * 5000 + "]" * 5000)
+        await ws.send('{"type": "session.update", "session": ' + "[" * 3000 + "]" * 3000 + "}")
+        first, second = json.loads(await ws.recv()), json.loads(await ws.recv())
+        assert first["error"]["code"] == "invalid_json"
+        assert second["error"]["code"] == "invalid_json"
+        await ws.send(json.dumps({"type": "session.update", "session": {"instructions": "Hi"}}))
+        assert json.loads(await ws.recv())["type"] == "session.updated"
