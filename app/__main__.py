@@ -14,6 +14,8 @@ from pydantic import ValidationError
 from app.calls import CallManager
 from app.ws.transport import MAX_MESSAGE_BYTES as WS_MAX_MESSAGE_BYTES
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     from app.cli import settings_from_args
@@ -35,6 +37,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.agent,
         settings.pool.max_sessions,
     )
+    if not settings.server.api_key and settings.server.host not in LOOPBACK:
+        logging.getLogger(__name__).warning(
+            "no API key set (--server-api-key) while listening on %s: anyone who reaches "
+            "this port can make calls, list them in /v1/pool and end them",
+            settings.server.host,
+        )
     app = create_app(settings)
     config = uvicorn.Config(
         app,

@@ -80,6 +80,13 @@ class Call:
     supervisor: asyncio.Task[None] | None = None
     stop_reason: str | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    # The client secret that made the call: only it, or the server's key, may control it.
+    # None: made with the server's key, or with no key set.
+    owner: object | None = None
+
+    def controllable_by(self, caller: object | None) -> bool:
+        """`caller`: the client secret a request came with; None for the server's key."""
+        return caller is None or caller is self.owner
 
     def request_stop(self, reason: str) -> None:
         self.stop_reason = self.stop_reason or reason

@@ -129,12 +129,18 @@ class CallManager:
             return None
 
     async def open_webrtc(
-        self, offer_sdp: str, changes: Sequence[OptionChanges] = (), *, via: str = "webrtc"
+        self,
+        offer_sdp: str,
+        changes: Sequence[OptionChanges] = (),
+        *,
+        via: str = "webrtc",
+        owner: object | None = None,
     ) -> tuple[str, str]:
         """Answer an SDP offer on a fresh slot; the data channel, if any, speaks Realtime.
 
         Returns (answer_sdp, session_id). `changes` configure the session first, in order.
-        `via` names the signalling in /v1/pool (webrtc, whip).
+        `via` names the signalling in /v1/pool (webrtc, whip); `owner`, the client secret
+        that asked (None: the server's key).
         """
         responder, session_id, slot = self._claim(via)
         server = self.settings.server
@@ -158,11 +164,15 @@ class CallManager:
             await peer.close()
             self.pool.release(slot)
             raise
-        self._start(Call(slot, peer, dialect, session))
+        self._start(Call(slot, peer, dialect, session, owner=owner))
         return answer, session_id
 
     async def serve_websocket(
-        self, websocket: WebSocket, changes: Sequence[OptionChanges] = ()
+        self,
+        websocket: WebSocket,
+        changes: Sequence[OptionChanges] = (),
+        *,
+        owner: object | None = None,
     ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
         responder, session_id, slot = self._claim("websocket")
@@ -182,7 +192,7 @@ class CallManager:
         dialect.attach(session)
         transport.start(dialect.receive)
         dialect.opened()
-        await self._run(Call(slot, transport, dialect, session))
+        await self._run(Call(slot, transport, dialect, session, owner=owner))
 
     async def serve_media_stream(self, websocket: WebSocket) -> None:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
@@ -275,10 +285,16 @@ class CallManager:
         assert supervisor is not None
         await asyncio.wait([supervisor])
 
-    def peer_of(self, call_id: str, via: str) -> RtcPeer:
-        """The WebRTC peer of a live call that came `via` this signalling; else NotFound."""
+    def peer_of(self, call_id: str, via: str, caller: object | None = None) -> RtcPeer:
+        """The WebRTC peer of a live call that came `via` this signalling and that
+        `caller` (a client secret; None: the server's key) may control; else NotFound."""
         call = self._calls.get(call_id)
-        if call is None or call.slot.transport != via or not isinstance(call.transport, RtcPeer):
+        if (
+            call is None
+            or call.slot.transport != via
+            or not isinstance(call.transport, RtcPeer)
+            or not call.controllable_by(caller)
+        ):
             raise NotFound(f"no {via} call {call_id!r}")
         return call.transport
 
@@ -376,9 +392,11 @@ class CallManager:
     def usage_report(self) -> dict[str, object]:
         return self.usage.report([call.usage() for call in self._calls.values()])
 
-    async def hang_up(self, session_id: str) -> bool:
+    async def hang_up(self, session_id: str, caller: object | None = None) -> bool:
+        """End a live call that `caller` (a client secret; None: the server's key) may
+        control; False when there is none (another's call is not told apart from none)."""
         call = self._calls.get(session_id)
-        if call is None:
+        if call is None or not call.controllable_by(caller):
             return False
         call.request_stop("hangup")
         if call.supervisor is not None:

@@ -55,7 +55,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if sip is not None:
                 await sip.aclose()
 
-    app = FastAPI(title="voice-agent", lifespan=lifespan)
+    # With a key set, the API's own description is not for everyone either.
+    keyed = bool(settings.server.api_key)
+    app = FastAPI(
+        title="voice-agent",
+        lifespan=lifespan,
+        docs_url=None if keyed else "/docs",
+        redoc_url=None if keyed else "/redoc",
+        openapi_url=None if keyed else "/openapi.json",
+    )
     app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
     app.state.calls = calls
     app.state.client_secrets = ClientSecrets()

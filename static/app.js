@@ -144,7 +144,9 @@ async function loadConfig() {
   ui.voice.replaceChildren(...config.voices.map((name) => new Option(name, name, false, name === config.voice)));
   ui.speed.value = config.speed;
   ui.silence.value = config.vad.silence_ms;
-  ui.instructions.value = config.instructions;
+  // With an API key set, the server keeps its system prompt to itself: left empty, the
+  // session keeps it.
+  ui.instructions.value = config.instructions ?? "";
   const semantic = ui.turnDetection.querySelector('option[value="semantic_vad"]');
   semantic.disabled = !config.turn.semantic_vad;
   ui.turnDetection.value = config.turn.semantic_vad ? config.turn.detection : "server_vad";
@@ -309,7 +311,8 @@ function settings() {
     : { type: "server_vad", silence_duration_ms: Number(ui.silence.value) };
   return {
     type: "realtime",
-    instructions: ui.instructions.value,
+    ...(config.instructions !== undefined || ui.instructions.value
+      ? { instructions: ui.instructions.value } : {}),
     audio: {
       output: { voice: ui.voice.value, speed: Number(ui.speed.value) },
       input: { turn_detection: turnDetection },

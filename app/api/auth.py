@@ -86,6 +86,22 @@ async def require_key(request: Request) -> None:
     request.state.secret = authorize(token, api_key, request.app.state.client_secrets)
 
 
+async def require_admin(request: Request) -> None:
+    """A route dependency for what observes every call (the pool, stats, usage): the
+    server's own key, when one is set; a client secret, which is one caller's, is not
+    enough."""
+    api_key = request.app.state.calls.settings.server.api_key
+    if not key_matches(api_key, bearer_token(request.headers.get("authorization"))):
+        raise Unauthorized("this route needs the server's API key: 'Authorization: Bearer <key>'")
+
+
+def caller_of(request: Request) -> Secret | None:
+    """The client secret a request was authorized with (None: the server's key, or no key
+    set), as require_key left it."""
+    secret: Secret | None = getattr(request.state, "secret", None)
+    return secret
+
+
 def websocket_token(websocket: WebSocket) -> str | None:
     """The key a WebSocket client presents, in its headers or its subprotocols."""
     token = bearer_token(websocket.headers.get("authorization"))

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.api.auth import bearer_token, key_matches, require_key
+from app.api.auth import authorize, bearer_token, require_admin
 from app.api.signalling import calls_of
 from app.errors import Unauthorized
 
@@ -35,7 +35,7 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
 
 
-@router.get("/v1/pool")
+@router.get("/v1/pool", dependencies=[Depends(require_admin)])
 async def pool(request: Request) -> dict[str, Any]:
     return calls_of(request).pool.snapshot()
 
@@ -45,21 +45,19 @@ async def metrics(request: Request) -> Response:
     """Prometheus exposition (app/observability/metrics.py)."""
     calls = calls_of(request)
     server = calls.settings.server
-    if server.metrics_need_key and server.api_key:
-        token = bearer_token(request.headers.get("authorization"))
-        if not key_matches(server.api_key, token):
-            raise Unauthorized("missing or wrong API key: send 'Authorization: Bearer <key>'")
+    if server.metrics_need_key:
+        await require_admin(request)
     return Response(calls.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/v1/usage", dependencies=[Depends(require_key)])
+@router.get("/v1/usage", dependencies=[Depends(require_admin)])
 async def usage(request: Request) -> dict[str, object]:
     """Audio in and out, turns, replies and LLM tokens: per session (live ones and the
     last ended ones) and in total since the start."""
     return calls_of(request).usage_report()
 
 
-@router.get("/v1/stats")
+@router.get("/v1/stats", dependencies=[Depends(require_admin)])
 async def stats(request: Request) -> dict[str, Any]:
     """Process gauges for leak checks and dashboards."""
     process = psutil.Process()
@@ -87,7 +85,8 @@ async def client_config(request: Request) -> dict[str, Any]:
         "voice": settings.tts.voice,
         "voices": list(voices or [settings.tts.voice]),
         "speed": settings.tts.speed,
-        "instructions": settings.llm.system_prompt,
+        # The system prompt is the operator's: with a key set, only for those holding one.
+        **({"instructions": settings.llm.system_prompt} if _may_read_prompt(request) else {}),
         "turn": {
             "detection": settings.turn.detection,
             "eagerness": settings.turn.eagerness,
@@ -101,3 +100,13 @@ async def client_config(request: Request) -> dict[str, Any]:
             "resume_window_ms": settings.vad.resume_window_ms,
         },
     }
+
+
+def _may_read_prompt(request: Request) -> bool:
+    calls = calls_of(request)
+    token = bearer_token(request.headers.get("authorization"))
+    try:
+        authorize(token, calls.settings.server.api_key, request.app.state.client_secrets)
+    except Unauthorized:
+        return False
+    return True

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from app.api.auth import require_key
+from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
@@ -29,7 +29,9 @@ async def create_call(request: Request) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)
     changes = [*secret_changes(request), *([session] if session is not None else [])]
-    answer, session_id = await calls_of(request).open_webrtc(sdp, changes)
+    answer, session_id = await calls_of(request).open_webrtc(
+        sdp, changes, owner=caller_of(request)
+    )
     return Response(
         answer,
         status_code=201,
@@ -49,7 +51,7 @@ async def delete_call(call_id: str, request: Request) -> Response:
 
 
 async def _end(call_id: str, request: Request) -> Response:
-    if not await calls_of(request).hang_up(call_id):
+    if not await calls_of(request).hang_up(call_id, caller_of(request)):
         return JSONResponse(
             error_body("invalid_request_error", f"no call {call_id!r}"), status_code=404
         )

@@ -61,7 +61,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
         return
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
     try:
-        await calls.serve_websocket(websocket, changes)
+        await calls.serve_websocket(websocket, changes, owner=secret)
     except SessionLimitReached as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except NotReady as exc:

@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, ValidationError
 
-from app.api.auth import require_key
+from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
 from app.api.errors import validation_problems
 from app.calls import CallManager
@@ -60,5 +60,7 @@ async def offer(request: Request) -> AnswerResponse:
         body = OfferRequest.model_validate_json(raw)
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
-    answer, session_id = await calls_of(request).open_webrtc(body.sdp, secret_changes(request))
+    answer, session_id = await calls_of(request).open_webrtc(
+        body.sdp, secret_changes(request), owner=caller_of(request)
+    )
     return AnswerResponse(sdp=answer, session_id=session_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from app.api.auth import require_key
+from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
@@ -39,7 +39,9 @@ async def publish(request: Request) -> Response:
         return refused
     offer = (await read_limited(request, MAX_SDP_BYTES)).decode("utf-8", errors="replace")
     calls = calls_of(request)
-    answer, session_id = await calls.open_webrtc(offer, secret_changes(request), via=VIA)
+    answer, session_id = await calls.open_webrtc(
+        offer, secret_changes(request), via=VIA, owner=caller_of(request)
+    )
     response = Response(answer, status_code=201, media_type=SDP)
     response.headers["Location"] = f"/whip/{session_id}"
     response.headers["ETag"] = _etag(calls.peer_of(session_id, VIA))
@@ -53,7 +55,7 @@ async def publish(request: Request) -> Response:
 async def trickle(call_id: str, request: Request) -> Response:
     """204 candidates added; 404 no such call, 412 stale If-Match, 415 not a fragment,
     422 an ICE restart, 400 a malformed fragment."""
-    peer = calls_of(request).peer_of(call_id, VIA)
+    peer = calls_of(request).peer_of(call_id, VIA, caller_of(request))
     if (refused := _wrong_type(request, SDP_FRAGMENT)) is not None:
         return refused
     if_match = request.headers.get("if-match")
@@ -71,8 +73,8 @@ async def trickle(call_id: str, request: Request) -> Response:
 async def stop(call_id: str, request: Request) -> Response:
     """200 ended, its slot free; 404 no such call."""
     calls = calls_of(request)
-    calls.peer_of(call_id, VIA)
-    await calls.hang_up(call_id)
+    calls.peer_of(call_id, VIA, caller_of(request))
+    await calls.hang_up(call_id, caller_of(request))
     return Response(status_code=200)
 
 
