@@ -29,9 +29,7 @@ async def create_call(request: Request) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)
     changes = [*secret_changes(request), *([session] if session is not None else [])]
-    answer, session_id = await calls_of(request).open_webrtc(
-        sdp, changes, owner=caller_of(request)
-    )
+    answer, session_id = await calls_of(request).open_webrtc(sdp, changes, owner=caller_of(request))
     return Response(
         answer,
         status_code=201,
