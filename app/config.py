@@ -62,20 +62,15 @@ class ServerSettings(BaseModel):
     allowed_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Web origins (scheme://host:port, comma separated; * for any) whose pages "
-        "may open the Realtime WebSocket, besides this server's own. Clients that are not "
-        "browsers send no Origin and are not affected.",
+        "may use this server (open the Realtime WebSocket, make, change and end calls, and "
+        "read the answers: CORS), besides this server's own. Clients that are not browsers "
+        "send no Origin and are not affected.",
     )
     metrics_need_key: bool = Field(
         False,
         description="GET /metrics requires api_key (as 'Authorization: Bearer', which "
         "Prometheus sends with its authorization setting) when one is set. Off: open, "
         "for a scraper inside the deployment's own network.",
-    )
-    max_body_bytes: int = Field(
-        1024 * 1024,
-        ge=64 * 1024,
-        description="The largest HTTP request body taken on any route (413 beyond): an SDP "
-        "offer with its session config fits well within the default.",
     )
     otlp_endpoint: str = Field(
         "",
@@ -135,6 +130,34 @@ class PoolSettings(BaseModel):
         30.0,
         gt=0,
         description="A slot whose drain timed out is out of service this long, then rebuilt.",
+    )
+
+
+class LimitsSettings(BaseModel):
+    """Bounds on what a client may send or ask for; each is refused with a clear answer."""
+
+    body_bytes: int = Field(
+        1024 * 1024,
+        ge=64 * 1024,
+        description="The largest HTTP request body taken on any route (413 beyond): an SDP "
+        "offer with its session config fits well within the default.",
+    )
+    calls_per_minute: float = Field(
+        60.0,
+        ge=0,
+        description="New calls one client address may make per minute, on average (429 "
+        "with Retry-After beyond, or a WebSocket error then close 1008). 0: no limit. "
+        "Behind a proxy every call comes from its address: set it for the proxy's share.",
+    )
+    call_burst: int = Field(
+        20, ge=1, description="New calls one address may make at once before that rate applies."
+    )
+    instructions_chars: int = Field(
+        65_536, ge=1, description="The longest instructions a session may be given."
+    )
+    tools: int = Field(128, ge=0, description="The most function tools a session may have.")
+    tool_bytes: int = Field(
+        16_384, ge=256, description="The largest function tool definition, as JSON."
     )
 
 
@@ -411,6 +434,7 @@ class Settings(BaseSettings):
     )
     server: ServerSettings = Field(default_factory=ServerSettings)
     pool: PoolSettings = Field(default_factory=PoolSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     vad: VadSettings = Field(default_factory=VadSettings)
     turn: TurnSettings = Field(default_factory=TurnSettings)
     stt: SttSettings = Field(default_factory=SttSettings)

@@ -18,6 +18,16 @@ class SessionLimitReached(VoiceAgentError):
         self.retry_after_s = retry_after_s
 
 
+class RateLimited(VoiceAgentError):
+    """A client address making new calls faster than limits.calls_per_minute."""
+
+    type = "rate_limit_exceeded"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class SignallingError(VoiceAgentError):
     """The peer sent something we cannot negotiate (bad SDP, no audio)."""
 

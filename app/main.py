@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from app.api import (
@@ -23,6 +24,8 @@ from app.api import (
 )
 from app.api.auth import ClientSecrets
 from app.api.body_limit import BodyLimit
+from app.api.call_rate import CallRate
+from app.api.origins import OriginGuard
 from app.calls import CallManager
 from app.config import Settings, get_settings
 from app.sip.server import SipServer
@@ -64,9 +67,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None if keyed else "/redoc",
         openapi_url=None if keyed else "/openapi.json",
     )
-    app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.limits.body_bytes)
+    app.add_middleware(OriginGuard, allowed=settings.server.allowed_origins)
+    if settings.server.allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.server.allowed_origins,
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["authorization", "content-type", "if-match"],
+            expose_headers=["location", "etag", "link", "retry-after"],
+        )
     app.state.calls = calls
     app.state.client_secrets = ClientSecrets()
+    app.state.call_rate = CallRate(settings.limits)
     errors.install(app)
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)

@@ -118,14 +118,3 @@ def chosen_subprotocol(websocket: WebSocket) -> str | None:
     offered; Realtime clients offer 'realtime'."""
     offered = websocket.scope.get("subprotocols", [])
     return REALTIME_SUBPROTOCOL if REALTIME_SUBPROTOCOL in offered else None
-
-
-def origin_allowed(websocket: WebSocket, allowed: list[str]) -> bool:
-    """Clients that are not browsers send no Origin. A browser page may open a socket
-    from this server's own origin, or from one listed in server.allowed_origins
-    ('*': any), so another site cannot use a visitor's browser to talk to the agent."""
-    origin = websocket.headers.get("origin")
-    if origin is None or "*" in allowed or origin in allowed:
-        return True
-    host = websocket.headers.get("host", "")
-    return origin.split("://", 1)[-1] == host

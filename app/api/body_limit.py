@@ -4,11 +4,9 @@ Routes that take less (an SDP offer) check their own smaller limit as well."""
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import error_body
+from app.api.errors import send_error
 from app.errors import TooLarge
 
 
@@ -25,8 +23,8 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limit:
-            await _refuse(send, f"the body is {int(declared)} bytes; the most taken is "
-                                f"{self.limit}")  # fmt: skip
+            message = f"the body is {int(declared)} bytes; the most taken is {self.limit}"
+            await send_error(send, 413, TooLarge.type, message)
             return
         seen = 0
 
@@ -41,17 +39,3 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
-
-
-async def _refuse(send: Send, message: str) -> None:
-    body = json.dumps(error_body(TooLarge.type, message)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"connection", b"close")],
-        }
-    )  # fmt: skip
-    await send({"type": "http.response.body", "body": body})

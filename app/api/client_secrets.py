@@ -57,6 +57,7 @@ async def create(body: ClientSecretRequest, request: Request) -> dict[str, Any]:
                 base_vad=calls.settings.vad,
                 writes_text=responder is None or responder.answers_text,
                 semantic_ok=calls.turn_model is not None,
+                limits=calls.settings.limits,
             )
         except OptionError as exc:
             raise BadRequest(f"session: {exc} ({PARAMS.get(exc.option, exc.option)})") from exc

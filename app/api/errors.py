@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.types import Send
 
 from app.errors import (
     BadRequest,
     NotFound,
     NotReady,
+    RateLimited,
     SessionLimitReached,
     SignallingError,
     TooLarge,
@@ -21,6 +25,14 @@ from app.errors import (
 
 def error_body(type_: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"type": type_, "message": message}}
+
+
+async def send_error(send: Send, status: int, type_: str, message: str) -> None:
+    """An error answered from ASGI middleware, before any route: the same JSON as theirs."""
+    body = json.dumps(error_body(type_, message)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def validation_problems(exc: RequestValidationError | ValidationError) -> str:
@@ -36,6 +48,14 @@ def install(app: FastAPI) -> None:
         return JSONResponse(
             error_body(exc.type, str(exc)),
             status_code=503,
+            headers={"Retry-After": str(exc.retry_after_s)},
+        )
+
+    @app.exception_handler(RateLimited)
+    async def _too_fast(_: Request, exc: RateLimited) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.type, str(exc)),
+            status_code=429,
             headers={"Retry-After": str(exc.retry_after_s)},
         )
 

@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 
 from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
+from app.api.call_rate import limit_calls
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
 from app.errors import SignallingError
@@ -24,7 +25,12 @@ from app.session.options import OptionChanges
 router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
 
 
-@router.post("/calls", status_code=201, response_class=Response)
+@router.post(
+    "/calls",
+    status_code=201,
+    response_class=Response,
+    dependencies=[Depends(limit_calls("webrtc"))],
+)
 async def create_call(request: Request) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)

@@ -15,9 +15,18 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from app.api.auth import authorize, chosen_subprotocol, origin_allowed, websocket_token
+from app.api.auth import authorize, chosen_subprotocol, websocket_token
+from app.api.call_rate import take_call
+from app.api.origins import origin_allowed
 from app.calls import CallManager
-from app.errors import NotFound, NotReady, SessionLimitReached, SignallingError, Unauthorized
+from app.errors import (
+    NotFound,
+    NotReady,
+    RateLimited,
+    SessionLimitReached,
+    SignallingError,
+    Unauthorized,
+)
 from app.realtime import server_events as events
 
 log = logging.getLogger(__name__)
@@ -61,7 +70,11 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
         return
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
     try:
+        address = websocket.client.host if websocket.client else ""
+        take_call(websocket.app, address, "websocket")
         await calls.serve_websocket(websocket, changes, owner=secret)
+    except RateLimited as exc:
+        await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except SessionLimitReached as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except NotReady as exc:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
+from app.api.call_rate import limit_calls
 from app.api.errors import validation_problems
 from app.calls import CallManager
 from app.errors import BadRequest
@@ -43,7 +44,7 @@ def secret_changes(request: Request) -> list[OptionChanges]:
 @router.post(
     "/offer",
     response_model=AnswerResponse,
-    dependencies=[Depends(require_key)],
+    dependencies=[Depends(require_key), Depends(limit_calls("webrtc"))],
     openapi_extra={
         "requestBody": {
             "required": True,

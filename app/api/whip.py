@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
+from app.api.call_rate import limit_calls
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
 from app.config import ServerSettings
@@ -32,7 +33,7 @@ MAX_FRAGMENT_BYTES = 16 * 1024
 VIA = "whip"
 
 
-@router.post("", status_code=201, response_class=Response)
+@router.post("", status_code=201, response_class=Response, dependencies=[Depends(limit_calls(VIA))])
 async def publish(request: Request) -> Response:
     """201 answer; 400 bad SDP, 401 bad key, 413 too large, 415 not SDP, 503 pool full."""
     if (refused := _wrong_type(request, SDP)) is not None:

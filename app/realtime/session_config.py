@@ -39,6 +39,8 @@ PARAMS = {
     "voice": "session.audio.output.voice",
     "turn_detection": "session.audio.input.turn_detection",
     "output_modalities": "session.output_modalities",
+    "instructions": "session.instructions",
+    "tools": "session.tools",
 }
 LOGPROBS = "item.input_audio_transcription.logprobs"
 # Accepted for compatibility, without effect here (documented in the README).

@@ -5,12 +5,13 @@ reporting for its session only."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
-from app.config import Settings, VadSettings
+from app.config import LimitsSettings, Settings, VadSettings
 from app.engines.llm import Tool, ToolChoice
 from app.session.refusals import OptionError
 
@@ -107,13 +108,17 @@ class SessionOptions:
         base_vad: VadSettings,
         writes_text: bool = True,
         semantic_ok: bool = True,
+        limits: LimitsSettings | None = None,
     ) -> SessionOptions:
         """These options with `changes` applied, or OptionError; never half of them.
 
         `voices`: what the voice may be (empty: anything). `base_vad`: what turn
         detection starts from when it is switched on. `writes_text`: replies can be
-        text only. `semantic_ok`: a turn model is loaded.
+        text only. `semantic_ok`: a turn model is loaded. `limits`: how long the
+        instructions and how many and how large the tools may be.
         """
+        if limits is not None:
+            _within(changes, limits)
         if changes.voice is not None and voices and changes.voice not in voices:
             raise OptionError(
                 f"unknown voice {changes.voice!r}; available: {', '.join(voices)}", "voice"
@@ -200,3 +205,26 @@ def _with_turns(
         return VadSettings.model_validate({**base.model_dump(), **updates})
     except ValidationError as exc:
         raise OptionError(exc.errors()[0]["msg"], "turn_detection") from exc
+
+
+def _within(changes: OptionChanges, limits: LimitsSettings) -> None:
+    if changes.instructions is not None and len(changes.instructions) > limits.instructions_chars:
+        raise OptionError(
+            f"instructions of {len(changes.instructions)} characters are over this server's "
+            f"{limits.instructions_chars}",
+            "instructions",
+        )
+    if changes.tools is None:
+        return
+    if len(changes.tools) > limits.tools:
+        raise OptionError(
+            f"{len(changes.tools)} tools are more than this server's {limits.tools}", "tools"
+        )
+    for tool in changes.tools:
+        size = len(json.dumps(tool))
+        if size > limits.tool_bytes:
+            name = tool["function"]["name"]
+            raise OptionError(
+                f"tool {name!r} is {size} bytes of JSON, over this server's {limits.tool_bytes}",
+                "tools",
+            )

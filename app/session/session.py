@@ -182,6 +182,7 @@ class Session:
             base_vad=self._settings.vad,
             writes_text=self._responder.answers_text,
             semantic_ok=self._turn_model is not None,
+            limits=self._settings.limits,
         )
         if not self.options.idle_timeout_ms:
             self._idle.cancel()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 
 import httpx
+import pytest
+import websockets
 
+from clients import AgentClient
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess
 
 MIB = 1024 * 1024
@@ -71,3 +76,75 @@ async def test_a_multipart_part_that_is_not_utf8_gets_400(echo_server: ServerPro
         )
     assert response.status_code == 400
     assert "UTF-8" in response.json()["error"]["message"]
+
+
+async def test_one_address_making_calls_too_fast_gets_429_and_others_do_not(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server(
+        "--agent", "echo", "--limits-calls-per-minute", "6", "--limits-call-burst", "2"
+    )  # fmt: skip
+    offer = {"sdp": await AgentClient(server.url).offer(), "type": "offer"}
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        answers = [await http.post("/offer", json=offer) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429]
+        refused = answers[-1]
+        assert refused.json()["error"]["type"] == "rate_limit_exceeded"
+        assert 1 <= int(refused.headers["retry-after"]) <= 10
+        for answer in answers[:2]:
+            await http.delete(f"/v1/realtime/calls/{answer.json()['session_id']}")
+        # The WebSocket counts too: refused with an error event, then 1008.
+        url = server.url.replace("http://", "ws://") + "/v1/realtime"
+        async with websockets.connect(url) as ws:
+            error = json.loads(await ws.recv())
+            assert error["error"]["type"] == "rate_limit_exceeded"
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        metrics = await scrape(server.url)
+        labels = (("outcome", "rate_limited"), ("transport", "webrtc"))
+        assert metrics[("voice_agent_calls_total", labels)] == 1
+    # Another address has its own allowance.
+    other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with httpx.AsyncClient(base_url=server.url, timeout=30, transport=other) as http:
+        answer = await http.post("/offer", json=offer)
+        assert answer.status_code == 200, answer.text
+        await http.delete(f"/v1/realtime/calls/{answer.json()['session_id']}")
+
+
+async def test_pages_from_other_origins_cannot_make_calls(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server(
+        "--agent", "echo", "--server-allowed-origins", "https://app.example"
+    )  # fmt: skip
+    host = server.url.removeprefix("http://")
+    offer = await AgentClient(server.url).offer()
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+
+        async def post_from(origin: str) -> httpx.Response:
+            # A form POST, which a browser sends cross-site without asking first.
+            return await http.post(
+                "/v1/realtime/calls", files={"sdp": (None, offer)}, headers={"Origin": origin}
+            )
+
+        evil = await post_from("https://evil.example")
+        assert evil.status_code == 403 and "evil.example" in evil.json()["error"]["message"]
+        assert "access-control-allow-origin" not in evil.headers
+        own = await post_from(f"http://{host}")
+        listed = await post_from("https://app.example")
+        assert (own.status_code, listed.status_code) == (201, 201)
+        assert listed.headers["access-control-allow-origin"] == "https://app.example"
+        assert "location" in listed.headers["access-control-expose-headers"].lower()
+        preflight = await http.options(
+            "/v1/realtime/calls",
+            headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                     "Access-Control-Request-Headers": "authorization"},
+        )  # fmt: skip
+        assert preflight.status_code == 200
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        for answer in (own, listed):
+            call_id = answer.headers["location"].rsplit("/", 1)[-1]
+            assert (await http.delete(f"/v1/realtime/calls/{call_id}")).status_code == 200
+        # Reading is not changing: a GET from anywhere still answers.
+        assert (await http.get("/healthz", headers={"Origin": "https://evil.example"})).is_success

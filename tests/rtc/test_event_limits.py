@@ -4,6 +4,7 @@ gets an error event, and the call goes on."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -17,9 +18,11 @@ PEER_MAX_MESSAGE = 262_144  # what an aiortc peer takes in one data channel mess
 
 
 async def test_bad_events_cost_an_error_each_and_never_the_call(
-    echo_server: ServerProcess,
+    start_server: Callable[..., ServerProcess],
 ) -> None:
-    client = AgentClient(echo_server.url)
+    # Instructions may be as long as a data channel message takes, here.
+    server = start_server("--agent", "echo", "--limits-instructions-chars", "300000")
+    client = AgentClient(server.url)
     await client.connect()
     try:
         await client.wait_for("session.created", timeout_s=20)
@@ -39,7 +42,7 @@ async def test_bad_events_cost_an_error_each_and_never_the_call(
         updated = await client.wait_for("session.updated", timeout_s=20)
         assert updated["session"]["instructions"] == "Be brief."
         async with httpx.AsyncClient(timeout=10) as http:
-            pool = (await http.get(f"{echo_server.url}/v1/pool")).json()
+            pool = (await http.get(f"{server.url}/v1/pool")).json()
         states = {slot["session_id"]: slot["state"] for slot in pool["slots"]}
         assert states[client.session_id] == "active"
     finally:

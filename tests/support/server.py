@@ -35,6 +35,10 @@ class ServerProcess:
         self.sip_port = int(args[args.index("--sip-port") + 1]) if "--sip-port" in args else 0
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        # Tests make calls from one address far faster than a client should: the rate
+        # limit is off unless a test sets it (tests/api/test_limits.py does).
+        if not any(arg.startswith("--limits-calls-per-minute") for arg in args):
+            args = ["--limits-calls-per-minute", "0", *args]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port), *args],
             cwd=REPO,

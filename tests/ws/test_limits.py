@@ -71,3 +71,26 @@ async def test_json_nested_too_deeply_gets_an_error_and_the_session_goes_on(
         assert second["error"]["code"] == "invalid_json"
         await ws.send(json.dumps({"type": "session.update", "session": {"instructions": "Hi"}}))
         assert json.loads(await ws.recv())["type"] == "session.updated"
+
+
+async def test_instructions_and_tools_have_bounds(echo_server: ServerProcess) -> None:
+    def tool(name: str, description: str = "") -> dict[str, object]:
+        return {"type": "function", "name": name, "description": description,
+                "parameters": {"type": "object", "properties": {}}}  # fmt: skip
+
+    updates = [
+        ({"instructions": "i" * 65_537}, "session.instructions", "65537 characters"),
+        ({"tools": [tool(f"t{i}") for i in range(129)]}, "session.tools", "129 tools"),
+        ({"tools": [tool("big", "d" * 20_000)]}, "session.tools", "'big'"),
+    ]
+    async with websockets.connect(ws_url(echo_server), max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        for session, param, says in updates:
+            await ws.send(json.dumps({"type": "session.update", "session": session}))
+            error = json.loads(await ws.recv())["error"]
+            assert (error["code"], error["param"]) == ("invalid_value", param), error
+            assert says in error["message"], error["message"]
+        # At the bounds, they are taken.
+        await ws.send(json.dumps({"type": "session.update",
+                                  "session": {"instructions": "i" * 65_536}}))  # fmt: skip
+        assert json.loads(await ws.recv())["type"] == "session.updated"
