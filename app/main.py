@@ -10,7 +10,6 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.staticfiles import StaticFiles
 
 from app.api import (
     client_secrets,
@@ -26,6 +25,7 @@ from app.api.auth import ClientSecrets
 from app.api.body_limit import BodyLimit
 from app.api.call_rate import CallRate
 from app.api.origins import OriginGuard
+from app.api.page import PageFiles
 from app.calls import CallManager
 from app.config import Settings, get_settings
 from app.sip.server import SipServer
@@ -89,5 +89,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(twilio.router)
     app.include_router(whip.router)
     if STATIC_DIR.is_dir():
-        app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
+        app.mount("/", PageFiles(str(STATIC_DIR), app.router.routes), name="static")
     return app

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Send
 
 from app.errors import (
@@ -27,11 +28,17 @@ def error_body(type_: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"type": type_, "message": message}}
 
 
-async def send_error(send: Send, status: int, type_: str, message: str) -> None:
+async def send_error(
+    send: Send,
+    status: int,
+    type_: str,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     """An error answered from ASGI middleware, before any route: the same JSON as theirs."""
     body = json.dumps(error_body(type_, message)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    sent = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": sent + (headers or [])})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -91,6 +98,15 @@ def install(app: FastAPI) -> None:
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(
             error_body("invalid_request_error", validation_problems(exc)), status_code=400
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Starlette's own (404, 405): in the same shape as every other error.
+        return JSONResponse(
+            error_body("invalid_request_error", str(exc.detail)),
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.exception_handler(VoiceAgentError)

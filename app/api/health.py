@@ -17,7 +17,7 @@ from app.errors import Unauthorized
 router = APIRouter()
 
 
-@router.get("/healthz")
+@router.api_route("/healthz", methods=["GET", "HEAD"])
 async def healthz(request: Request) -> JSONResponse:
     """200 once the engines are loaded."""
     calls = calls_of(request)
@@ -27,7 +27,7 @@ async def healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok", "agent": calls.settings.agent})
 
 
-@router.get("/readyz")
+@router.api_route("/readyz", methods=["GET", "HEAD"])
 async def readyz(request: Request) -> JSONResponse:
     """200 only while a new call would be accepted."""
     calls = calls_of(request)

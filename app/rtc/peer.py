@@ -17,6 +17,7 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamTrack
 
 from app.errors import SignallingError
+from app.rtc.candidates import MAX_REMOTE_CANDIDATES, keep_usable, usable
 from app.rtc.datachannel import EventChannel
 from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
@@ -43,6 +44,7 @@ class RtcPeer:
         self.connected = asyncio.Event()
         self.ended = asyncio.Event()
         self.events = EventChannel(session_id, on_stalled=self.ended.set)
+        self._trickled = 0  # remote candidates taken after the offer
         self.outbound: PacedAudioTrack | None = None
         self.inbound: InboundAudio | None = None
         self._mic: MediaStreamTrack | None = None
@@ -55,10 +57,12 @@ class RtcPeer:
     async def answer(self, offer_sdp: str) -> str:
         """Apply the offer and return the answer SDP with every ICE candidate in it."""
         rate = audio_rate_for_offer(offer_sdp)
+        offer_sdp = keep_usable(offer_sdp)
         try:
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
-        except (ValueError, TypeError, KeyError, StopIteration) as exc:
-            raise SignallingError(f"SDP offer rejected: {exc}") from exc
+        except (ValueError, TypeError, KeyError, StopIteration, AssertionError) as exc:
+            detail = str(exc) or "a value out of range"
+            raise SignallingError(f"SDP offer rejected: {detail}") from exc
         self.outbound = PacedAudioTrack(rate, owner=self.session_id)
         self.pc.addTrack(self.outbound)
         # aiortc gathers all candidates inside setLocalDescription: no trickle needed.
@@ -80,8 +84,12 @@ class RtcPeer:
         return ice_ufrag(local.sdp) if local is not None else None
 
     async def add_candidates(self, fragment: IceFragment) -> None:
-        """Candidates the peer trickled after its offer (a WHIP PATCH)."""
+        """Candidates the peer trickled after its offer (a WHIP PATCH); unusable ones, and
+        any past MAX_REMOTE_CANDIDATES for the call, are dropped (app/rtc/candidates.py)."""
         for candidate in fragment.candidates:
+            if not usable(candidate) or self._trickled >= MAX_REMOTE_CANDIDATES:
+                continue
+            self._trickled += 1
             try:
                 await self.pc.addIceCandidate(candidate)
             except ValueError as exc:

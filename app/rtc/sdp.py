@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiortc.sdp import SessionDescription
+from aiortc.sdp import MediaDescription, SessionDescription
 
 from app.errors import SignallingError
 
@@ -23,17 +23,52 @@ def audio_rate_for_offer(sdp: str) -> int:
         raise SignallingError("SDP offer must start with 'v=0'")
     try:
         description = SessionDescription.parse(sdp)
-    except (ValueError, IndexError, KeyError, StopIteration, TypeError) as exc:
-        raise SignallingError(f"SDP offer could not be parsed: {exc}") from exc
+    except (ValueError, IndexError, KeyError, StopIteration, TypeError, AssertionError) as exc:
+        # aiortc's own checks are assertions with no message: a value out of range.
+        raise SignallingError(
+            f"SDP offer could not be parsed: {exc}"
+            if str(exc)
+            else "SDP offer could not be parsed: a value out of range"
+        ) from exc
     audio = [media for media in description.media if media.kind == "audio"]
     if not audio:
         raise SignallingError("SDP offer has no audio m-line")
+    for media in description.media:
+        _check_media(media)
     codecs = {codec.mimeType.lower() for codec in audio[0].rtp.codecs}
     if "audio/opus" in codecs:
         return 48_000
     if codecs & {"audio/pcmu", "audio/pcma"}:
         return 8_000
     raise SignallingError("SDP offer has no codec we speak (opus, PCMU or PCMA)")
+
+
+# RFC 8122: what a DTLS fingerprint may be hashed with. MD5 and SHA-1 are not enough.
+FINGERPRINT_HASHES = {"sha-256": 32, "sha-384": 48, "sha-512": 64}
+
+
+def _check_media(media: MediaDescription) -> None:
+    """What aiortc would trip over (its assertions surface as 500s), or should refuse."""
+    for payload_type in media.fmt if media.kind in ("audio", "video") else ():
+        if not isinstance(payload_type, int) or not 0 <= payload_type <= 127:
+            raise SignallingError(f"m={media.kind} has payload type {payload_type!r}: 0-127")
+    dtls = media.dtls
+    fingerprints = dtls.fingerprints if dtls is not None else []
+    if media.profile.startswith("UDP/TLS") and not fingerprints:
+        raise SignallingError(f"m={media.kind} has no DTLS fingerprint (a=fingerprint)")
+    for fingerprint in fingerprints:
+        size = FINGERPRINT_HASHES.get(fingerprint.algorithm.lower())
+        if size is None:
+            raise SignallingError(
+                f"a fingerprint hashed with {fingerprint.algorithm}: use sha-256 or stronger"
+            )
+        octets = fingerprint.value.split(":")
+        if len(octets) != size or not all(_hex_octet(octet) for octet in octets):
+            raise SignallingError(f"a malformed {fingerprint.algorithm} fingerprint")
+
+
+def _hex_octet(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def sent_audio_codec(answer_sdp: str) -> str:
