@@ -309,6 +309,9 @@ class SttSettings(BaseModel):
     beam_size: int = Field(1, ge=1, le=10)
     cpu_threads: int = Field(0, ge=0, description="CTranslate2 threads; 0 lets it choose.")
     concurrency: int = Field(1, ge=1, le=64, description="Transcriptions run at once.")
+    timeout_s: float = Field(
+        15.0, gt=0, description="A transcription taking longer fails its turn (stt_timeout)."
+    )
     # 30 by default: shorter windows misheard a test question that 30 got right.
     min_window_s: float = Field(
         30.0,
@@ -335,6 +338,15 @@ class LlmSettings(BaseModel):
     max_tokens: int = Field(96, ge=1, le=4096)
     temperature: float = Field(0.2, ge=0.0, le=2.0)
     timeout_s: float = Field(20.0, gt=0, description="Connect and per-read timeout.")
+    first_token_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="From the request to the reply's first token (queueing included); "
+        "longer fails the reply (llm_timeout) rather than keep the user waiting.",
+    )
+    stall_timeout_s: float = Field(
+        10.0, gt=0, description="The longest gap in a reply's stream (llm_timeout beyond)."
+    )
     max_history_messages: int = Field(
         20, ge=2, description="Older messages are dropped so prompts stay bounded."
     )
@@ -367,6 +379,15 @@ class TtsSettings(BaseModel):
         "measures each).",
     )
     concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
+    timeout_s: float = Field(
+        15.0, gt=0, description="A clause taking longer to synthesize is skipped (tts_timeout)."
+    )
+    fallback_speech: str = Field(
+        "Sorry, I had a problem. Could you say that again?",
+        max_length=500,
+        description="Said when a reply fails before any of it was heard (the LLM down or "
+        "timing out, say), after the error event. Empty: silence.",
+    )
     # 4: Kokoro's cost grows with the text, and on 2 CPU cores each word of the
     # first piece is ~90 ms more silence before the voice starts (README table).
     first_chunk_words: int = Field(

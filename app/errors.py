@@ -66,14 +66,17 @@ class NotReady(VoiceAgentError):
 
 class EngineError(VoiceAgentError):
     """An engine failed. `retryable` says whether the same request may work later;
-    `code` is what the client is told."""
+    `code` is what the client is told: llm_unavailable, llm_timeout, llm_stream_broken,
+    stt_failed, stt_timeout, tts_failed, tts_timeout, or engine_error for the rest."""
 
     type = "engine_error"
     code = "engine_error"
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, code: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        if code is not None:
+            self.code = code
 
 
 class CrossedSessions(VoiceAgentError):

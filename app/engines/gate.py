@@ -94,18 +94,33 @@ class Gate:
         self.busy_s += time.monotonic() - had
         self._release()
 
-    async def run(self, fn: Callable[..., T], *args: object, priority: int = 1) -> T:
+    async def run(
+        self,
+        fn: Callable[..., T],
+        *args: object,
+        priority: int = 1,
+        timeout_s: float | None = None,
+    ) -> T:
+        """`fn(*args)` in a worker thread. TimeoutError after `timeout_s`: the caller
+        stops waiting, but a thread cannot be stopped, so its slot stays taken until
+        the call returns, and concurrency stays truthful."""
         had = await self._timed_acquire(priority)
+        future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         try:
-            # If the caller is cancelled, the thread still finishes its call; the
-            # slot is held until it does, so concurrency stays truthful.
-            future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            await asyncio.wait([future])
+            result = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        except TimeoutError:
+            future.add_done_callback(lambda _: self._timed_release(had))
             raise
-        finally:
+        except asyncio.CancelledError:
+            # The caller is gone; the thread still finishes its call first.
+            await asyncio.wait([future])
             self._timed_release(had)
+            raise
+        except BaseException:
+            self._timed_release(had)
+            raise
+        self._timed_release(had)
+        return result
 
     async def stream(
         self, produce: Callable[[], Iterator[T]], *, ahead: int, priority: int = 1

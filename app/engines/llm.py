@@ -9,6 +9,7 @@ and frees its gate.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -160,28 +161,51 @@ class OpenAICompatLLM:
             # vLLM names the request by this header in its log; llama.cpp's server wants a UUID4.
             request_id = str(uuid.uuid4())
             log.info("LLM request %s answers %s", request_id, for_reply or "a direct call")
-            async with self._client.stream(
-                "POST", "chat/completions", json=body, headers={"X-Request-Id": request_id}
-            ) as response:
-                if response.status_code != 200:
-                    detail = (await response.aread()).decode(errors="replace")[:300]
-                    raise EngineError(
-                        f"LLM server answered {response.status_code}: {detail}",
-                        retryable=response.status_code in (408, 429) or response.status_code >= 500,
-                    )
-                async for line in response.aiter_lines():
-                    chunk = _sse_chunk(line)
-                    if chunk is _DONE:
-                        return
-                    if isinstance(chunk, dict):
+            async with asyncio.timeout(self._settings.first_token_timeout_s) as deadline:
+                async with self._client.stream(
+                    "POST", "chat/completions", json=body, headers={"X-Request-Id": request_id}
+                ) as response:
+                    if response.status_code != 200:
+                        detail = (await response.aread()).decode(errors="replace")[:300]
+                        status = response.status_code
+                        raise EngineError(
+                            f"LLM server answered {status}: {detail}",
+                            retryable=status in (408, 429) or status >= 500,
+                            code="llm_unavailable",
+                        )
+                    finished = False
+                    async for chunk in _chunks(response, deadline, self._settings):
+                        if chunk is _DONE:
+                            return
+                        assert isinstance(chunk, dict)
                         _count(chunk, tokens)
+                        finished = finished or _finish_reason(chunk) is not None
                         for delta in choice_deltas(chunk):
+                            # The first token is in: from now on, only stalls count.
+                            deadline.reschedule(None)
                             yield delta
+                    if not finished:
+                        raise EngineError(
+                            "the LLM server's stream ended before the reply did (no "
+                            "finish_reason, no [DONE])",
+                            retryable=True,
+                            code="llm_stream_broken",
+                        )
+        except TimeoutError:
+            raise EngineError(
+                f"the LLM server sent no token within {self._settings.first_token_timeout_s:g} s",
+                retryable=True,
+                code="llm_timeout",
+            ) from None
         except httpx.TimeoutException as exc:
-            raise EngineError(f"LLM server timed out: {exc!r}", retryable=True) from exc
+            raise EngineError(
+                f"LLM server timed out: {exc!r}", retryable=True, code="llm_timeout"
+            ) from exc
         except httpx.TransportError as exc:
             raise EngineError(
-                f"LLM server {self._settings.base_url} unreachable: {exc!r}", retryable=True
+                f"LLM server {self._settings.base_url} unreachable: {exc!r}",
+                retryable=True,
+                code="llm_unavailable",
             ) from exc
 
     async def aclose(self) -> None:
@@ -189,6 +213,45 @@ class OpenAICompatLLM:
 
 
 _DONE = object()
+
+
+async def _chunks(
+    response: httpx.Response, deadline: asyncio.Timeout, settings: LlmSettings
+) -> AsyncGenerator[object, None]:
+    """The stream's chunks (dicts, then _DONE), each within stall_timeout_s of the one
+    before once tokens flow; before the first, `deadline` (first_token_timeout_s) rules."""
+    lines = response.aiter_lines()
+    while True:
+        waiting_first = deadline.when() is not None
+        try:
+            if waiting_first:
+                line = await anext(lines)
+            else:
+                async with asyncio.timeout(settings.stall_timeout_s):
+                    line = await anext(lines)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise EngineError(
+                f"the LLM server's stream stalled for {settings.stall_timeout_s:g} s mid-reply",
+                retryable=True,
+                code="llm_timeout",
+            ) from None
+        chunk = _sse_chunk(line)
+        if chunk is not None and chunk is not _DONE and not isinstance(chunk, dict):
+            raise EngineError(
+                f"LLM server sent a stream line that is no chunk: {line[:120]!r}",
+                retryable=True,
+                code="llm_stream_broken",
+            )
+        if chunk is not None:
+            yield chunk
+
+
+def _finish_reason(chunk: dict[str, Any]) -> str | None:
+    choices = chunk.get("choices") or []
+    reason = choices[0].get("finish_reason") if choices else None
+    return reason if isinstance(reason, str) else None
 
 
 def _sse_chunk(line: str) -> object:
@@ -200,7 +263,11 @@ def _sse_chunk(line: str) -> object:
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise EngineError(f"LLM server sent a malformed stream line: {data[:120]!r}") from exc
+        raise EngineError(
+            f"LLM server sent a malformed stream line: {data[:120]!r}",
+            retryable=True,
+            code="llm_stream_broken",
+        ) from exc
 
 
 def _count(chunk: dict[str, Any], tokens: TokenCount | None) -> None:

@@ -84,7 +84,21 @@ class WhisperSTT:
     async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
         if not pcm16k:
             return Transcript("", () if logprobs else None)
-        return await self._gate.run(self._transcribe_sync, s16_to_float(pcm16k), logprobs)
+        try:
+            return await self._gate.run(
+                self._transcribe_sync,
+                s16_to_float(pcm16k),
+                logprobs,
+                timeout_s=self._settings.timeout_s,
+            )
+        except TimeoutError:
+            raise EngineError(
+                f"whisper took over {self._settings.timeout_s:g} s", code="stt_timeout"
+            ) from None
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"whisper failed: {exc!r}", code="stt_failed") from exc
 
     def _transcribe_sync(self, audio: np.ndarray, logprobs: bool = False) -> Transcript:
         if not logprobs and self._fast is not None and len(audio) <= FAST_MAX_S * 16_000:

@@ -117,13 +117,25 @@ class KokoroTTS:
         speed: float | None = None,
         urgent: bool = False,
     ) -> Speech:
-        return await self._gate.run(
-            self._synthesize_sync,
-            text,
-            voice or self._settings.voice,
-            speed or self._settings.speed,
-            priority=0 if urgent else 1,
-        )
+        try:
+            return await self._gate.run(
+                self._synthesize_sync,
+                text,
+                voice or self._settings.voice,
+                speed or self._settings.speed,
+                priority=0 if urgent else 1,
+                timeout_s=self._settings.timeout_s,
+            )
+        except TimeoutError:
+            raise EngineError(
+                f"kokoro took over {self._settings.timeout_s:g} s for {text[:60]!r}",
+                code="tts_timeout",
+            ) from None
+        except EngineError:
+            raise
+        except Exception as exc:
+            message = f"kokoro failed on {text[:60]!r}: {exc!r}"
+            raise EngineError(message, code="tts_failed") from exc
 
     def _synthesize_sync(self, text: str, voice: str, speed: float) -> Speech:
         try:
@@ -131,7 +143,9 @@ class KokoroTTS:
                 text, voice=voice, speed=speed, lang=self._settings.lang
             )
         except ValueError as exc:  # nothing speakable, unknown voice
-            raise EngineError(f"kokoro could not speak {text[:60]!r}: {exc}") from exc
+            raise EngineError(
+                f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
+            ) from exc
         return Speech(np.asarray(samples, dtype=np.float32), int(rate))
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from app.engines.stt import Transcript
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
 from app.session.audio_out import AudioOut
-from app.session.history import History, Message
+from app.session.history import ConversationTooLong, History, Message
 from app.session.options import SessionOptions
 from app.session.reply import Emit, Reply
 from app.session.responders import Responder, SpeechRequest
@@ -42,11 +42,14 @@ class Answerer:
         audio: AudioOut,
         emit: Emit,
         usage: Usage,
+        fallback: str = "",
     ) -> None:
         """`prompt_limit`: the most conversation messages a prompt holds; `usage`: the
-        session's, which its replies add to."""
+        session's, which its replies add to; `fallback`: said when a reply fails before
+        any of it was heard."""
         self._session_id = session_id
         self._responder = responder
+        self._fallback = fallback
         self._history = history
         self._prompt_limit = prompt_limit
         self._audio = audio
@@ -75,9 +78,20 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
 
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
-        heard = turn.heard or await self._responder.transcribe(
-            turn.audio, logprobs=options.logprobs
-        )
+        try:
+            heard = turn.heard or await self._responder.transcribe(
+                turn.audio, logprobs=options.logprobs
+            )
+        except EngineError as exc:
+            # The user spoke and is owed an answer: a failed reply, told and (with the
+            # fallback) spoken, as when the LLM fails.
+            failed = exc
+
+            def unheard() -> list[ChatMessage]:
+                raise failed
+
+            await self._respond(turn, options, turn, unheard)
+            return
         said: list[ChatMessage] = []
         if heard is not None:
             turn.timings.mark("stt_done")
@@ -172,6 +186,9 @@ class Answerer:
             log.error("reply failed: %s", exc, extra={"session_id": self._session_id})
             self._emit(msg.Problem(exc.code, str(exc)))
             failure = str(exc)
+            # A prompt over its limit is the client's to fix (truncation), not a fault.
+            if not isinstance(exc, ConversationTooLong):
+                await self._say_fallback(reply, options)
         except asyncio.CancelledError:
             reply.interrupt("client_cancelled")  # a no-op if that is what cancelled us
             raise
@@ -181,6 +198,23 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
         await reply.finish_playing(failure)
+
+    async def _say_fallback(self, reply: Reply, options: SessionOptions) -> None:
+        """A failed reply the user heard nothing of: say so, rather than leave them
+        waiting in silence. It is heard, so it is the reply's text in history too."""
+        if not self._fallback or reply.modality != "audio" or reply.text or not reply.live:
+            return
+        try:
+            speech = await self._responder.say(self._fallback, options.voice, options.speed)
+        except EngineError as exc:  # the voice is what failed
+            log.warning("no fallback speech: %s", exc, extra={"session_id": self._session_id})
+            return
+        if speech is None:
+            return
+        resampler = Resampler(reply.rate)
+        with contextlib.suppress(EndOfStream):  # cut short by the user: that is fine
+            await reply.play(resampler.pcm(speech.samples, speech.rate), self._fallback)
+            await reply.play(resampler.flush())
 
     def _tool_choice(self, options: SessionOptions) -> ToolChoice:
         """A forced tool_choice forces a call in answer to the user, not in answer to the

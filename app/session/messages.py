@@ -225,8 +225,9 @@ class ReplyEnded:
 class Problem:
     """Something went wrong that the client should hear about; the session goes on.
 
-    `code`: turn_dropped (the agent was busy), engine_error, conversation_too_long,
-    internal.
+    `code`: turn_dropped (the agent was busy), an engine's (llm_unavailable, llm_timeout,
+    llm_stream_broken, stt_failed, stt_timeout, tts_failed, tts_timeout, engine_error),
+    conversation_too_long, internal.
     """
 
     code: str

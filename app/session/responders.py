@@ -80,6 +80,10 @@ class Responder(Protocol):
         """The reply as text, delta by delta, with no audio, and the tools it calls."""
         ...
 
+    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
+        """`text` spoken, as is; None from a responder with no voice of its own."""
+        ...
+
 
 class AgentResponder:
     def __init__(self, engines: Engines, *, first_chunk_words: int = 4) -> None:
@@ -92,6 +96,9 @@ class AgentResponder:
 
     async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
         return await self._stt.transcribe(pcm16k, logprobs=logprobs)
+
+    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
+        return await self._tts.synthesize(text, voice=voice, speed=speed, urgent=True)
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         async with contextlib.aclosing(self._stream(request)) as deltas:
@@ -153,7 +160,9 @@ class AgentResponder:
                 yield Piece(clause, speech)
             await producer  # re-raise what ended the generation, if anything
             if unspoken and not spoken:
-                raise EngineError(f"nothing of the reply could be spoken: {unspoken[0]}")
+                raise EngineError(
+                    f"nothing of the reply could be spoken: {unspoken[0]}", code="tts_failed"
+                )
         finally:
             await cancel_task(producer)
 
@@ -201,6 +210,9 @@ class EchoResponder:
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         yield Piece("", Speech(np.frombuffer(request.heard, dtype=np.int16), 16_000))
+
+    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
+        return None
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         raise EngineError("the echo agent only plays back what it hears")

@@ -114,6 +114,7 @@ class Session:
             audio=audio,
             emit=emit,
             usage=self.usage,
+            fallback=settings.tts.fallback_speech,
         )
         self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
         self._job: Job | None = None  # the one being answered

@@ -111,7 +111,7 @@ async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(
             assert done["response"]["status"] == "failed"
             assert "unreachable" in done["response"]["status_details"]["error"]["message"]
         errors = client.of_type("error")
-        assert len(errors) == 2 and errors[0]["error"]["code"] == "engine_error"
+        assert len(errors) == 2 and errors[0]["error"]["code"] == "llm_unavailable"
         # The user was still heard, and the session is still there for the next turn.
         assert len(client.of_type("conversation.item.input_audio_transcription.completed")) == 2
     finally:

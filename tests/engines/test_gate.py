@@ -113,3 +113,22 @@ async def test_calls_their_wait_and_busy_time_are_counted_for_metrics() -> None:
         assert gate.waiting == 0
     finally:
         gate.close()
+
+
+async def test_a_call_past_its_timeout_frees_its_caller_but_not_its_slot() -> None:
+    gate = Gate("t", concurrency=1)
+    unstuck = threading.Event()
+    try:
+        with pytest.raises(TimeoutError):
+            await gate.run(unstuck.wait, 30, timeout_s=0.2)
+        # The hung thread still holds the one slot: the next call waits for it...
+        after = asyncio.create_task(gate.run(lambda: "next"))
+        await asyncio.sleep(0.3)
+        assert not after.done() and gate.waiting == 1
+        # ...and runs once the hung call returns.
+        unstuck.set()
+        assert await asyncio.wait_for(after, 5) == "next"
+        assert gate.waiting == 0 and gate._free == 1
+    finally:
+        unstuck.set()
+        gate.close()

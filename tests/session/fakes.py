@@ -53,10 +53,14 @@ class FakeSTT:
     def __init__(self) -> None:
         self.heard: list[int] = []
         self.script: list[str] = []  # transcripts to return in order, if set
+        self.fail_with: EngineError | None = None  # raised by the next transcription
 
     async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
         self.heard.append(len(pcm16k))
         await asyncio.sleep(0.01)
+        failure, self.fail_with = self.fail_with, None
+        if failure is not None:
+            raise failure
         text = self.script.pop(0) if self.script else f"question of {len(pcm16k) // 32} ms"
         words = tuple(WordScore(word, -0.1) for word in text.split()) if logprobs else None
         return Transcript(text, words)

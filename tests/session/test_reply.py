@@ -28,6 +28,6 @@ async def test_a_reply_nothing_of_which_can_be_spoken_fails_with_an_error() -> N
     assert sent.nth(msg.ReplyEnded).status == "failed"
     problems = sent.of(msg.Problem)
     assert problems and "nothing of the reply could be spoken" in problems[0].message
-    assert problems[0].code == "engine_error"
+    assert problems[0].code == "tts_failed"
     assert len(session.history) == 1, "the user's words are kept; no assistant message"
     await session.close()

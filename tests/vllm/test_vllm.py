@@ -194,7 +194,7 @@ async def test_vllm_down_and_restarting_gives_an_error_event_and_the_session_goe
         vllm.stop()
         down = await session.ask("Say hello again.")
         assert down["status"] == "failed"
-        assert session.errors and session.errors[-1]["code"] == "engine_error"
+        assert session.errors and session.errors[-1]["code"] == "llm_unavailable"
         assert "unreachable" in session.errors[-1]["message"]
         await asyncio.to_thread(vllm.start)
         again = await session.ask("Say hello once more.")
