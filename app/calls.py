@@ -28,6 +28,7 @@ from app.ids import new_id
 from app.mediastream.playout import MarkedPlayout
 from app.mediastream.twilio import RATE as TWILIO_RATE
 from app.mediastream.twilio import TwilioDialect
+from app.observability.health import EngineHealth
 from app.observability.metrics import Metrics
 from app.observability.tracing import TurnTracer
 from app.realtime.dialect import RealtimeDialect
@@ -64,8 +65,9 @@ class CallManager:
         # Over every session since the start.
         self.speculation = SpeculationStats()
         self.interruptions = InterruptionStats()
+        self.health = EngineHealth()
         self.metrics = Metrics(
-            self.pool, self.speculation, self.interruptions, agent=settings.agent
+            self.pool, self.speculation, self.interruptions, self.health, agent=settings.agent
         )
         self.usage = UsageLedger()
         self.tracer = (
@@ -268,11 +270,13 @@ class CallManager:
     def _observed(
         self, session_id: str, deliver: Callable[[SessionMessage], None]
     ) -> Callable[[SessionMessage], None]:
-        """`deliver`, with each message counted (/metrics) and traced on its way."""
-        metrics, tracer = self.metrics, self.tracer
+        """`deliver`, with each message counted (/metrics), traced and weighed for engine
+        health on its way."""
+        metrics, tracer, health = self.metrics, self.tracer, self.health
 
         def observed(message: SessionMessage) -> None:
             metrics.saw(message)
+            health.saw(message)
             if tracer is not None:
                 tracer.saw(session_id, message)
             deliver(message)

@@ -19,12 +19,18 @@ router = APIRouter()
 
 @router.api_route("/healthz", methods=["GET", "HEAD"])
 async def healthz(request: Request) -> JSONResponse:
-    """200 once the engines are loaded."""
+    """200 once the engines are loaded and working; 503 while loading, or while an
+    engine's last calls failed in a row (app/observability/health.py)."""
     calls = calls_of(request)
     if calls.responder is None:
         state = "failed" if calls.load_error else "loading"
         return JSONResponse({"status": state, "error": calls.load_error}, status_code=503)
-    return JSONResponse({"status": "ok", "agent": calls.settings.agent})
+    engines = calls.health.snapshot()
+    if calls.health.failing:
+        # 503 for monitors; /readyz still lets calls in, and they find the engine back.
+        body = {"status": "degraded", "agent": calls.settings.agent, "engines": engines}
+        return JSONResponse(body, status_code=503)
+    return JSONResponse({"status": "ok", "agent": calls.settings.agent, "engines": engines})
 
 
 @router.api_route("/readyz", methods=["GET", "HEAD"])

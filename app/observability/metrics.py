@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 from app.engines.gate import Gate
 from app.observability.build import package_version
+from app.observability.health import EngineHealth
 from app.session import messages as msg
 from app.session.interruption import InterruptionStats
 from app.session.pool import SlotPool
@@ -32,6 +33,7 @@ class Metrics:
         pool: SlotPool,
         speculation: SpeculationStats,
         interruptions: InterruptionStats,
+        health: EngineHealth,
         *,
         agent: str,
     ) -> None:
@@ -85,7 +87,7 @@ class Metrics:
         build = Info("voice_agent_build", "What this server is.", registry=self.registry)
         build.info({"version": package_version(), "agent": agent})
         self.registry.register(_Live(pool, speculation, interruptions))
-        self.registry.register(_Engines())
+        self.registry.register(_Engines(health))
 
     def accepted(self, transport: str) -> None:
         self._calls.labels(transport, "accepted").inc()
@@ -152,9 +154,28 @@ class _Live(Collector):
 
 
 class _Engines(Collector):
-    """How the shared engines' gates are used: their queue and their time."""
+    """How the shared engines' gates are used (their queue and their time), and whether
+    each engine works."""
+
+    def __init__(self, health: EngineHealth) -> None:
+        self._health = health
 
     def collect(self) -> Iterator[Metric]:
+        healthy = GaugeMetricFamily(
+            "voice_agent_engine_healthy",
+            "1 while the engine works; 0 once its last calls failed in a row, until one works.",
+            labels=["engine"],
+        )
+        failures = CounterMetricFamily(
+            "voice_agent_engine_failures",
+            "Calls that failed, by engine: the errors users were told about.",
+            labels=["engine"],
+        )
+        for name, state in self._health.engines.items():
+            healthy.add_metric([name], 0 if state.failing else 1)
+            failures.add_metric([name], state.failures)
+        yield healthy
+        yield failures
         totals: dict[str, list[float]] = {}
         for gate in list(Gate.live):
             total = totals.setdefault(gate.name, [0, 0.0, 0.0, 0])

@@ -9,11 +9,13 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 
 from app.config import TtsSettings
 from tests.support.faulty_llm import FaultyLLM
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -76,8 +78,25 @@ async def test_each_llm_fault_is_told_and_survived(
             assert [event["transcript"] for event in said] == [FALLBACK], fault
             assert of(seen, "response.output_audio.delta"), fault
 
+        # Five failures in a row: the LLM is marked failing, new calls are still let in.
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            health = await http.get("/healthz")
+            assert health.status_code == 503 and health.json()["status"] == "degraded"
+            engines = health.json()["engines"]
+            assert engines["llm"]["ok"] is False and engines["llm"]["failures_in_a_row"] == 5
+            assert engines["tts"]["ok"] is True  # the fallback was spoken
+            assert (await http.get("/readyz")).status_code == 200
+            metrics = await scrape(server.url)
+            assert metrics[("voice_agent_engine_healthy", (("engine", "llm"),))] == 0
+
         seen = await ask(ws, "And now?")
         assert seen[-1]["response"]["status"] == "completed" and not of(seen, "error")
+        # One that works, and it is well again.
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            assert (await http.get("/healthz")).json()["status"] == "ok"
+        metrics = await scrape(server.url)
+        assert metrics[("voice_agent_engine_healthy", (("engine", "llm"),))] == 1
+        assert metrics[("voice_agent_engine_failures_total", (("engine", "llm"),))] == 5
         said = of(seen, "response.output_audio_transcript.done")
         assert said[0]["transcript"] == "Paris is the capital of France."
 
