@@ -82,7 +82,7 @@ class TwilioDialect:
             self._handle(kind, event)
         except BadStreamMessage:
             raise
-        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
             raise BadStreamMessage(f"a malformed {kind!r} message: {exc!r}") from exc
 
     def _handle(self, kind: str, event: dict[str, Any]) -> None:
