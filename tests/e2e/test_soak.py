@@ -1,0 +1,94 @@
+"""Soak: 1000 echo sessions and 200 with the real engines, one after another, over the
+Realtime WebSocket: nothing may pile up in the server (slots, tasks, threads, file
+descriptors), and its memory may grow by 50 MB at most. WebRTC sessions get the same
+check in test_leak.py."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+
+from tests.support.server import ServerProcess, until_in_use
+
+pytestmark = pytest.mark.e2e
+
+RSS_BOUND_MB = 50.0
+TONE = (np.sin(np.arange(7_200) * 2 * np.pi * 220 / 24_000) * 8000).astype(np.int16)
+NOISE = np.random.default_rng(2).normal(0, 3000, 7_200).astype(np.int16)
+SPEECH = base64.b64encode((TONE + NOISE).tobytes()).decode()  # 300 ms at 24 kHz
+QUESTION = {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Say yes."}]}  # fmt: skip
+
+
+async def stats(url: str) -> dict[str, float]:
+    async with httpx.AsyncClient(timeout=10) as http:
+        return dict((await http.get(f"{url}/v1/stats")).json())
+
+
+async def until_response_done(ws: Any) -> dict[str, Any]:
+    while True:
+        event = json.loads(await asyncio.wait_for(ws.recv(), 60))
+        if event["type"] == "response.done":
+            return dict(event["response"])
+
+
+async def echo_session(url: str, *, turn: bool) -> None:
+    """A short session; every tenth has the echo answer a turn."""
+    async with websockets.connect(url, max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": SPEECH}))
+        if turn:
+            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            assert (await until_response_done(ws))["status"] == "completed"
+
+
+async def agent_session(url: str) -> None:
+    """A written answer from the real LLM: the engines' path, without minutes of audio."""
+    async with websockets.connect(url, max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        update = {"output_modalities": ["text"], "max_output_tokens": 4}
+        await ws.send(json.dumps({"type": "session.update", "session": update}))
+        await ws.send(json.dumps({"type": "conversation.item.create", "item": QUESTION}))
+        await ws.send(json.dumps({"type": "response.create"}))
+        assert (await until_response_done(ws))["status"] == "completed"
+
+
+async def soak(server: ServerProcess, sessions: int, run: Any) -> None:
+    url = server.url.replace("http://", "ws://") + "/v1/realtime"
+    for i in range(3):  # warm up what is made lazily (codecs, executors)
+        await run(url, i)
+    await until_in_use(server.url, 0)
+    before = await stats(server.url)
+    for i in range(sessions):
+        await run(url, i)
+    pool = await until_in_use(server.url, 0, timeout_s=30)
+    assert {slot["state"] for slot in pool["slots"]} == {"idle"}
+    after = await stats(server.url)
+    for _ in range(50):  # closing sessions finish their last steps
+        if all(after[k] <= before[k] for k in ("asyncio_tasks", "threads", "open_fds")):
+            break
+        await asyncio.sleep(0.1)
+        after = await stats(server.url)
+    logging.getLogger(__name__).info("before %s, after %d sessions %s", before, sessions, after)
+    assert after["calls"] == 0
+    for gauge in ("asyncio_tasks", "threads", "open_fds"):
+        assert after[gauge] <= before[gauge], (gauge, before, after)
+    assert after["rss_mb"] - before["rss_mb"] <= RSS_BOUND_MB, (before, after)
+
+
+async def test_a_thousand_echo_sessions_leave_nothing_behind(echo_server: ServerProcess) -> None:
+    await soak(echo_server, 1000, lambda url, i: echo_session(url, turn=i % 10 == 0))
+
+
+async def test_two_hundred_sessions_with_the_real_engines_leave_nothing_behind(
+    agent_server: ServerProcess,
+) -> None:
+    await soak(agent_server, 200, lambda url, i: agent_session(url))
