@@ -12,7 +12,6 @@ import uvicorn
 from pydantic import ValidationError
 
 from app.calls import CallManager
-from app.ws.transport import MAX_MESSAGE_BYTES as WS_MAX_MESSAGE_BYTES
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -51,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_config=None,
         loop=settings.server.event_loop,
         # A WebSocket message up to the app's own limit reaches it, to be answered there.
-        ws_max_size=WS_MAX_MESSAGE_BYTES + 1024,
+        ws_max_size=settings.limits.ws_message_bytes + 1024,
         timeout_graceful_shutdown=3,
     )
     DrainingServer(config, app.state.calls).run()

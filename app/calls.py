@@ -146,7 +146,12 @@ class CallManager:
         """
         responder, session_id, slot = self._claim(via)
         server = self.settings.server
-        peer = RtcPeer(session_id, server.ice_config(), dtx=server.opus_dtx)
+        peer = RtcPeer(
+            session_id,
+            server.ice_config(),
+            dtx=server.opus_dtx,
+            event_bytes=self.settings.limits.event_bytes,
+        )
         try:
             answer = await peer.answer(offer_sdp)
             assert peer.outbound is not None
@@ -178,7 +183,9 @@ class CallManager:
     ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
         responder, session_id, slot = self._claim("websocket")
-        transport = WsTransport(websocket, session_id)
+        transport = WsTransport(
+            websocket, session_id, max_message_bytes=self.settings.limits.ws_message_bytes
+        )
         dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
 
         async def push(pcm: bytes) -> None:
@@ -199,7 +206,9 @@ class CallManager:
     async def serve_media_stream(self, websocket: WebSocket) -> None:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
         responder, session_id, slot = self._claim("media_stream")
-        transport = WsTransport(websocket, session_id)
+        transport = WsTransport(
+            websocket, session_id, max_message_bytes=self.settings.limits.ws_message_bytes
+        )
         dialect = TwilioDialect(transport)
         try:
             playout = MarkedPlayout(session_id, TWILIO_RATE, dialect.send_media, dialect.send_mark)
@@ -328,7 +337,11 @@ class CallManager:
         if call is None or not isinstance(call.dialect, RealtimeDialect):
             raise NotFound(f"no call {call_id!r} to control")
         dialect, supervisor = call.dialect, call.supervisor
-        controller = WsTransport(websocket, f"{call_id}:sideband")
+        controller = WsTransport(
+            websocket,
+            f"{call_id}:sideband",
+            max_message_bytes=self.settings.limits.ws_message_bytes,
+        )
         dialect.watch(controller)
         controller.start(lambda data: dialect.receive(data, controller))
         left = asyncio.create_task(controller.ended.wait(), name=f"{call_id}:sideband-wait")

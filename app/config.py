@@ -152,6 +152,20 @@ class LimitsSettings(BaseModel):
     call_burst: int = Field(
         20, ge=1, description="New calls one address may make at once before that rate applies."
     )
+    event_bytes: int = Field(
+        256 * 1024,
+        ge=16 * 1024,
+        le=256 * 1024,
+        description="The largest client event on the data channel (error invalid_message "
+        "beyond); 256 KiB is what the channel takes in one message.",
+    )
+    ws_message_bytes: int = Field(
+        21 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=64 * 1024 * 1024,
+        description="The largest Realtime WebSocket message: 21 MiB carries OpenAI's 15 MiB "
+        "of audio in one input_audio_buffer.append (error invalid_message beyond).",
+    )
     instructions_chars: int = Field(
         65_536, ge=1, description="The longest instructions a session may be given."
     )

@@ -76,6 +76,7 @@ OTHER_VALUES: dict[str, object] = {
     "tts.optimization": "all",
     "server.log_level": "debug",
     "server.event_loop": "asyncio",
+    "limits.event_bytes": 65_536,
     "vad.frame_ms": 10,
     "vad.aggressiveness": 3,
     "vad.interrupt_mode": "cancel",

@@ -28,10 +28,16 @@ MAX_MESSAGE_BYTES = 256 * 1024
 
 
 class EventChannel:
-    max_message_bytes = MAX_MESSAGE_BYTES
-
-    def __init__(self, session_id: str, on_stalled: Callable[[], None] = lambda: None) -> None:
-        """`on_stalled`: the peer has stopped reading; its call should end."""
+    def __init__(
+        self,
+        session_id: str,
+        on_stalled: Callable[[], None] = lambda: None,
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
+        """`on_stalled`: the peer has stopped reading; its call should end.
+        `max_message_bytes`: the largest client event taken (limits.event_bytes)."""
+        self.max_message_bytes = max_message_bytes
         self._session_id = session_id
         self._on_stalled = on_stalled
         self._channel: RTCDataChannel | None = None

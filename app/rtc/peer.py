@@ -18,7 +18,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from app.errors import SignallingError
 from app.rtc.candidates import MAX_REMOTE_CANDIDATES, keep_usable, usable
-from app.rtc.datachannel import EventChannel
+from app.rtc.datachannel import MAX_MESSAGE_BYTES, EventChannel
 from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
 from app.rtc.jitter import release_audio_promptly
@@ -32,9 +32,15 @@ log = logging.getLogger(__name__)
 
 class RtcPeer:
     def __init__(
-        self, session_id: str, ice_servers: list[dict[str, str]], *, dtx: bool = True
+        self,
+        session_id: str,
+        ice_servers: list[dict[str, str]],
+        *,
+        dtx: bool = True,
+        event_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
-        """`ice_servers`: RTCIceServer dictionaries, as ServerSettings.ice_config() gives."""
+        """`ice_servers`: RTCIceServer dictionaries, as ServerSettings.ice_config() gives;
+        `event_bytes`: the largest client event taken on the data channel."""
         self.session_id = session_id
         self._dtx = dtx
         servers = [RTCIceServer(**entry) for entry in ice_servers]
@@ -43,7 +49,9 @@ class RtcPeer:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
         self.connected = asyncio.Event()
         self.ended = asyncio.Event()
-        self.events = EventChannel(session_id, on_stalled=self.ended.set)
+        self.events = EventChannel(
+            session_id, on_stalled=self.ended.set, max_message_bytes=event_bytes
+        )
         self._trickled = 0  # remote candidates taken after the offer
         self.outbound: PacedAudioTrack | None = None
         self.inbound: InboundAudio | None = None

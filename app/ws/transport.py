@@ -30,9 +30,12 @@ MAX_MESSAGE_BYTES = 21 * 1024 * 1024
 
 class WsTransport:
     watches_media = False  # a text-only client sends no audio, and that is fine
-    max_message_bytes = MAX_MESSAGE_BYTES
 
-    def __init__(self, websocket: WebSocket, session_id: str) -> None:
+    def __init__(
+        self, websocket: WebSocket, session_id: str, *, max_message_bytes: int = MAX_MESSAGE_BYTES
+    ) -> None:
+        """`max_message_bytes`: the largest client message taken (limits.ws_message_bytes)."""
+        self.max_message_bytes = max_message_bytes
         self._ws = websocket
         self.session_id = session_id
         self.ended = asyncio.Event()

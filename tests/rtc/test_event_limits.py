@@ -47,3 +47,16 @@ async def test_bad_events_cost_an_error_each_and_never_the_call(
         assert states[client.session_id] == "active"
     finally:
         await client.close()
+
+
+async def test_the_largest_event_is_a_setting(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--agent", "echo", "--limits-event-bytes", str(16 * 1024))
+    client = AgentClient(server.url)
+    await client.connect()
+    try:
+        await client.wait_for("session.created", timeout_s=20)
+        client.send({"type": "session.update", "session": {"instructions": "i" * 20_000}})
+        error = await client.wait_for("error", timeout_s=20)
+        assert error["error"]["code"] == "invalid_message" and "16 KiB" in error["error"]["message"]
+    finally:
+        await client.close()

@@ -94,3 +94,15 @@ async def test_instructions_and_tools_have_bounds(echo_server: ServerProcess) ->
         await ws.send(json.dumps({"type": "session.update",
                                   "session": {"instructions": "i" * 65_536}}))  # fmt: skip
         assert json.loads(await ws.recv())["type"] == "session.updated"
+
+
+async def test_message_sizes_are_settings(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--agent", "echo", "--limits-ws-message-bytes", str(1024 * 1024))
+    async with websockets.connect(ws_url(server), max_size=None) as ws:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+        await ws.send(json.dumps({"type": "session.update", "session": {"instructions": "i"}}
+                                 | {"pad": "p" * (1024 * 1024)}))  # fmt: skip
+        error = json.loads(await ws.recv())["error"]
+        assert error["code"] == "invalid_message" and "1024 KiB" in error["message"]
+        await ws.send(json.dumps({"type": "session.update", "session": {"instructions": "i"}}))
+        assert json.loads(await ws.recv())["type"] == "session.updated"
