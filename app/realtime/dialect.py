@@ -124,7 +124,10 @@ class RealtimeDialect:
         assert event is not None
         try:
             command = cmd.parse(event)
-            self.session.touch()
+            # Audio is activity when it is speech (the turn detector says so), or a
+            # client streaming silence would keep its slot for ever.
+            if not isinstance(command, cmd.InputAudioAppend):
+                self.session.touch()
             self._handle(command)
         except cmd.BadEvent as exc:
             self._refuse(sender, str(exc), exc.code, exc.param, event)

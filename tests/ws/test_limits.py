@@ -4,8 +4,11 @@ the server hold, or send back, more than a bounded amount."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 import pytest
@@ -106,3 +109,27 @@ async def test_message_sizes_are_settings(start_server: Callable[..., ServerProc
         assert error["code"] == "invalid_message" and "1024 KiB" in error["message"]
         await ws.send(json.dumps({"type": "session.update", "session": {"instructions": "i"}}))
         assert json.loads(await ws.recv())["type"] == "session.updated"
+
+
+async def test_streaming_silence_does_not_keep_a_slot(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--pool-idle-timeout-s", "2")
+    silence = base64.b64encode(bytes(4800)).decode()  # 100 ms at 24 kHz
+    heard: list[dict[str, Any]] = []
+
+    async def listen(ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            while True:
+                heard.append(json.loads(await ws.recv()))
+
+    async with websockets.connect(ws_url(server), max_size=None) as ws:
+        listener = asyncio.create_task(listen(ws))
+        with contextlib.suppress(websockets.ConnectionClosed):
+            for _ in range(100):  # 10 s of silence, sent in real time
+                await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": silence}))
+                await asyncio.sleep(0.1)
+        await listener
+    # Ended by the idle timeout, as a session where nobody speaks is.
+    assert [e["error"]["code"] for e in heard if e["type"] == "error"] == ["idle_timeout"]
+    await until_in_use(server.url, 0)
