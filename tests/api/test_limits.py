@@ -148,3 +148,39 @@ async def test_pages_from_other_origins_cannot_make_calls(
             assert (await http.delete(f"/v1/realtime/calls/{call_id}")).status_code == 200
         # Reading is not changing: a GET from anywhere still answers.
         assert (await http.get("/healthz", headers={"Origin": "https://evil.example"})).is_success
+
+
+async def test_a_session_in_the_form_that_is_too_much_gets_400(echo_server: ServerProcess) -> None:
+    offer = await AgentClient(echo_server.url).offer()
+    sessions = {
+        "300 KB of instructions": json.dumps({"type": "realtime", "instructions": "i" * 300_000}),
+        "nested 3000 deep": '{"type": "realtime", "tools": ' + "[" * 3000 + "]" * 3000 + "}",
+    }
+    async with httpx.AsyncClient(base_url=echo_server.url, timeout=30) as http:
+        for name, session in sessions.items():
+            response = await http.post(
+                "/v1/realtime/calls", files={"sdp": (None, offer), "session": (None, session)}
+            )
+            assert response.status_code == 400, (name, response.text)
+            assert response.json()["error"]["message"], name
+        assert (await http.get("/v1/pool")).json()["in_use"] == 0
+
+
+async def test_hanging_up_a_call_still_connecting_frees_its_slot_at_once(
+    echo_server: ServerProcess,
+) -> None:
+    offer = await AgentClient(echo_server.url).offer()
+    async with httpx.AsyncClient(base_url=echo_server.url, timeout=30) as http:
+        made = await http.post(
+            "/v1/realtime/calls", content=offer, headers={"content-type": "application/sdp"}
+        )
+        call_id = made.headers["location"].rsplit("/", 1)[-1]
+
+        async def state() -> str | None:
+            slots = (await http.get("/v1/pool")).json()["slots"]
+            return next((s["state"] for s in slots if s["session_id"] == call_id), None)
+
+        assert await state() == "connecting"  # the offer's peer never does ICE
+        assert (await http.delete(made.headers["location"])).status_code == 200
+        # Not after the connect timeout: by the time the DELETE answers.
+        assert await state() is None
