@@ -72,7 +72,10 @@ async def test_sdk_websocket_spoken_turn_and_text_turn(
         heard = [
             e for e in seen if e.type == "conversation.item.input_audio_transcription.completed"
         ]
-        assert heard and word_error_rate(QUESTION, heard[0].transcript) <= 0.25
+        # If this fails, say which it was: a turn split early (two commits) or audio lost
+        # (one commit, less audio kept than was sent).
+        why = (kinds.count("input_audio_buffer.committed"), [h.transcript for h in heard])
+        assert heard and word_error_rate(QUESTION, heard[0].transcript) <= 0.25, why
         assert seen[-1].response.status == "completed"  # type: ignore[union-attr]
         assert rms_db(reply_audio(seen)) > -50, "the reply came as audio deltas"
         assert "response.output_audio.done" in kinds
