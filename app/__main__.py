@@ -49,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=settings.server.port,
         log_config=None,
         loop=settings.server.event_loop,
+        # Who the client is behind a proxy is limits.trusted_proxies' to say, not uvicorn's
+        # (which would trust X-Forwarded-For from 127.0.0.1 by default).
+        proxy_headers=False,
         # A WebSocket message up to the app's own limit reaches it, to be answered there.
         ws_max_size=settings.limits.ws_message_bytes + 1024,
         timeout_graceful_shutdown=3,

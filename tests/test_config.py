@@ -73,6 +73,7 @@ OTHER_VALUES: dict[str, object] = {
     "agent": "echo",
     "server.ice_servers": "stun:stun.example:3478",
     "sip.allow": "10.0.0.0/8",
+    "limits.trusted_proxies": "10.0.0.0/8",
     "tts.optimization": "all",
     "server.log_level": "debug",
     "server.event_loop": "asyncio",

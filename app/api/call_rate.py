@@ -3,12 +3,14 @@ cannot keep every slot busy with offers it never connects."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request
+from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from app.config import LimitsSettings
 from app.errors import RateLimited
@@ -20,9 +22,26 @@ MAX_ADDRESSES = 10_000
 
 class CallRate:
     def __init__(self, limits: LimitsSettings) -> None:
+        self._proxies = [ipaddress.ip_network(n, strict=False) for n in limits.trusted_proxies]
         self._per_s = limits.calls_per_minute / 60
         self._burst = float(limits.call_burst)
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, when
+
+    def client_of(self, connection: HTTPConnection) -> str:
+        """Who is calling: the peer, or behind a trusted proxy the last address that
+        X-Forwarded-For names that is not one of the proxies."""
+        peer = connection.client.host if connection.client else ""
+        if not self._is_proxy(peer):
+            return peer
+        hops = [hop.strip() for hop in connection.headers.get("x-forwarded-for", "").split(",")]
+        return next((hop for hop in reversed(hops) if hop and not self._is_proxy(hop)), peer)
+
+    def _is_proxy(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self._proxies)
 
     def take(self, address: str) -> None:
         """One new call from `address`; RateLimited (with when to retry) if it has made
@@ -49,14 +68,17 @@ def limit_calls(via: str) -> Callable[[Request], Awaitable[None]]:
     """A route dependency: one new `via` call from the request's address, or 429."""
 
     async def dependency(request: Request) -> None:
-        take_call(request.app, request.client.host if request.client else "", via)
+        take_call(request, via)
 
     return dependency
 
 
-def take_call(app: FastAPI, address: str, via: str) -> None:
+def take_call(connection: HTTPConnection, via: str) -> None:
+    """One new `via` call from whoever `connection` comes from (an HTTP request or a
+    WebSocket), or RateLimited."""
+    app = connection.app
     try:
-        app.state.call_rate.take(address)
+        app.state.call_rate.take(app.state.call_rate.client_of(connection))
     except RateLimited:
         app.state.calls.metrics.refused(via, "rate_limited")
         raise

@@ -70,8 +70,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
         return
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
     try:
-        address = websocket.client.host if websocket.client else ""
-        take_call(websocket.app, address, "websocket")
+        take_call(websocket, "websocket")
         await calls.serve_websocket(websocket, changes, owner=secret)
     except RateLimited as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)

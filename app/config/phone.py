@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import NoDecode
 
-from app.config.server import split_csv
+from app.config.server import check_networks, split_csv
 
 
 class SipSettings(BaseModel):
@@ -40,9 +39,7 @@ class SipSettings(BaseModel):
     @field_validator("allow")
     @classmethod
     def _networks(cls, value: list[str]) -> list[str]:
-        for network in value:
-            ipaddress.ip_network(network, strict=False)  # ValueError names a bad one
-        return value
+        return check_networks(value)
 
 
 class TwilioSettings(BaseModel):

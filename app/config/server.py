@@ -3,6 +3,7 @@ clients send."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -13,6 +14,13 @@ def split_csv(value: Any) -> Any:
     """A list setting given as text (a flag, an environment value): comma separated."""
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def check_networks(value: list[str]) -> list[str]:
+    """CIDRs, each checked (ValueError names a bad one)."""
+    for network in value:
+        ipaddress.ip_network(network, strict=False)
     return value
 
 
@@ -144,6 +152,13 @@ class LimitsSettings(BaseModel):
         "with Retry-After beyond, or a WebSocket error then close 1008). 0: no limit. "
         "Behind a proxy every call comes from its address: set it for the proxy's share.",
     )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Networks of the proxies in front (comma separated CIDRs, e.g. "
+        "10.0.0.0/8): a request from one is counted against the client X-Forwarded-For "
+        "names (the last address in it that is not a proxy). Empty: the direct peer's "
+        "address, and X-Forwarded-For is ignored, since any client can write it.",
+    )
     call_burst: int = Field(
         20, ge=1, description="New calls one address may make at once before that rate applies."
     )
@@ -168,3 +183,13 @@ class LimitsSettings(BaseModel):
     tool_bytes: int = Field(
         16_384, ge=256, description="The largest function tool definition, as JSON."
     )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        return split_csv(value)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return check_networks(value)

@@ -86,7 +86,11 @@ async def test_one_address_making_calls_too_fast_gets_429_and_others_do_not(
     )  # fmt: skip
     offer = {"sdp": await AgentClient(server.url).offer(), "type": "offer"}
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        answers = [await http.post("/offer", json=offer) for _ in range(3)]
+        # X-Forwarded-For counts only from a trusted proxy: here it is anyone's to forge.
+        answers = [
+            await http.post("/offer", json=offer, headers={"X-Forwarded-For": f"198.51.100.{i}"})
+            for i in range(3)
+        ]
         assert [a.status_code for a in answers] == [200, 200, 429]
         refused = answers[-1]
         assert refused.json()["error"]["type"] == "rate_limit_exceeded"
@@ -184,3 +188,27 @@ async def test_hanging_up_a_call_still_connecting_frees_its_slot_at_once(
         assert (await http.delete(made.headers["location"])).status_code == 200
         # Not after the connect timeout: by the time the DELETE answers.
         assert await state() is None
+
+
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_allowance(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server(
+        "--agent", "echo", "--limits-calls-per-minute", "6", "--limits-call-burst", "1",
+        "--limits-trusted-proxies", "127.0.0.0/8",
+    )  # fmt: skip
+    offer = {"sdp": await AgentClient(server.url).offer(), "type": "offer"}
+
+    async def post(forwarded_for: str) -> int:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            answer = await http.post(
+                "/offer", json=offer, headers={"X-Forwarded-For": forwarded_for}
+            )
+            if answer.status_code == 200:
+                await http.delete(f"/v1/realtime/calls/{answer.json()['session_id']}")
+            return answer.status_code
+
+    # The client is the last address that is not a proxy: a forged first hop changes nothing.
+    assert await post("203.0.113.1") == 200
+    assert await post("198.51.100.9, 203.0.113.1") == 429
+    assert await post("203.0.113.2, 127.0.0.5") == 200
