@@ -58,8 +58,10 @@ class ServerSettings(BaseModel):
     )
     api_key: str = Field(
         "",
-        description="If set, /offer, /v1/realtime/calls and the Realtime WebSocket require "
-        "'Authorization: Bearer <api_key>'. Empty: any token, or none, is accepted.",
+        description="If set, calls are made with it (or a client secret minted with it) as "
+        "'Authorization: Bearer <api_key>', a call answers to the key or the secret that made "
+        "it, and /v1/pool, /v1/stats and /v1/usage need it (README: the route table). Empty: "
+        "every route is open, for a trusted network only.",
     )
     # NoDecode: the env value is a comma-separated list, not JSON.
     allowed_origins: Annotated[list[str], NoDecode] = Field(
