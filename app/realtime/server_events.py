@@ -45,6 +45,11 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             if not transcription:
                 return [done]
             return [transcription_completed(item_id, transcript, audio_s, words), done]
+        case msg.TranscriptionFailed(item_id, code, message_text):
+            done = item_done(user_item(item_id))
+            if not transcription:
+                return [done]
+            return [transcription_failed(item_id, code, message_text), done]
         case msg.KeyPressed(key, at):
             return [
                 _event("input_audio_buffer.dtmf_event_received", event=key, received_at=int(at))
@@ -197,6 +202,15 @@ def dtmf_received(key: str, at: float) -> Event:
 
 def speech_stopped(item_id: str, audio_end_ms: int) -> Event:
     return _event("input_audio_buffer.speech_stopped", item_id=item_id, audio_end_ms=audio_end_ms)
+
+
+def transcription_failed(item_id: str, code: str, message: str) -> Event:
+    return _event(
+        "conversation.item.input_audio_transcription.failed",
+        item_id=item_id,
+        content_index=0,
+        error={"type": "server_error", "code": code, "message": message, "param": None},
+    )
 
 
 def transcription_completed(

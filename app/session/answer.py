@@ -84,8 +84,9 @@ class Answerer:
             )
         except EngineError as exc:
             # The user spoke and is owed an answer: a failed reply, told and (with the
-            # fallback) spoken, as when the LLM fails.
+            # fallback) spoken, as when the LLM fails. Their item is kept, without words.
             failed = exc
+            turn.when_ended(lambda: self._unheard(turn, failed))
 
             def unheard() -> list[ChatMessage]:
                 raise failed
@@ -131,6 +132,10 @@ class Answerer:
             truncation=options.truncation,
         )
         return [*start, *then]
+
+    def _unheard(self, turn: UserTurn, failure: EngineError) -> None:
+        self._emit(msg.TranscriptionFailed(turn.item_id, failure.code, str(failure)))
+        self._history.add(Message("user", "", turn.item_id, spoken=True, audio=turn.audio))
 
     def _heard(self, turn: UserTurn, heard: Transcript) -> None:
         seconds = len(turn.audio) / 32_000

@@ -61,6 +61,16 @@ class UserTranscribed:
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptionFailed:
+    """The user's item `item_id` could not be transcribed (`code`: stt_failed or
+    stt_timeout); it is kept, with its audio and no words."""
+
+    item_id: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class KeyPressed:
     """A telephone keypad press (DTMF) from the caller; `at` is Unix time."""
 
@@ -240,6 +250,7 @@ SessionMessage = (
     | InputTimedOut
     | InputCommitted
     | UserTranscribed
+    | TranscriptionFailed
     | KeyPressed
     | TextItemAdded
     | ItemDeleted

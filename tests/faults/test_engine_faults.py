@@ -23,6 +23,8 @@ async def test_a_transcription_that_fails_is_told_answered_with_the_fallback_and
 
     problems = sent.of(msg.Problem)
     assert [(p.code, p.message) for p in problems] == [("stt_timeout", "whisper took over 15 s")]
+    (unheard,) = sent.of(msg.TranscriptionFailed)
+    assert unheard.code == "stt_timeout" and unheard.item_id == sent.nth(msg.InputCommitted).item_id
     failed = sent.nth(msg.ReplyEnded)
     assert (failed.status, failed.text) == ("failed", FALLBACK)
     assert audio.voiced_times(), "the fallback was heard"
@@ -31,8 +33,9 @@ async def test_a_transcription_that_fails_is_told_answered_with_the_fallback_and
     await play_script(session, ONE_TURN)
     await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=10)
     assert sent.nth(msg.ReplyEnded, 1).status == "completed"
+    # History: the unheard item (its audio, no words), what the user heard, then the rest.
     history = [(m.role, m.content) for m in session.history.messages()]
-    assert history[0] == ("assistant", FALLBACK) and history[1][0] == "user"
+    assert history[:2] == [("user", ""), ("assistant", FALLBACK)] and history[2][0] == "user"
     await session.close()
 
 

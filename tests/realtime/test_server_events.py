@@ -86,6 +86,10 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
         REPLY_DONE,
     ),
     (msg.Problem("engine_error", "LLM unreachable"), ["error"]),
+    (
+        msg.TranscriptionFailed("item_s", "stt_timeout", "whisper took over 15 s"),
+        ["conversation.item.input_audio_transcription.failed", "conversation.item.done"],
+    ),
     (msg.InputTimedOut("item_q", 4000, 9000), ["input_audio_buffer.timeout_triggered"]),
     (
         msg.FunctionCallStarted("resp_f", CALL),
