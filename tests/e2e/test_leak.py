@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from clients import AgentClient, load_wav
-from tests.support.server import ServerProcess, until_in_use
+from tests.support.server import GAUGES, ServerProcess, gauges_after, server_stats, until_in_use
 from tests.support.speech import have_espeak, speak_to_wav
 
 pytestmark = pytest.mark.e2e
@@ -21,11 +19,6 @@ SESSIONS = 100
 # little (Opus/SRTP contexts, pymalloc arenas); a real leak of per-session state
 # (resamplers, tracks, peers: ~2 MB each) would blow well past it.
 RSS_BOUND_MB = 40.0
-
-
-async def stats(url: str) -> dict[str, float]:
-    async with httpx.AsyncClient() as http:
-        return dict((await http.get(f"{url}/v1/stats")).json())
 
 
 async def one_session(url: str, utterance: object) -> None:
@@ -50,22 +43,16 @@ async def test_a_hundred_sessions_leave_nothing_behind(
     for _ in range(3):  # warm up lazily created state (codecs, executors)
         await one_session(server.url, utterance)
     await until_in_use(server.url, 0)
-    before = await stats(server.url)
+    before = await server_stats(server.url)
 
     for _ in range(SESSIONS):
         await one_session(server.url, utterance)
 
     pool = await until_in_use(server.url, 0)
     assert {slot["state"] for slot in pool["slots"]} == {"idle"}
-    after = await stats(server.url)
-    for _ in range(50):  # closing peers finish their last timers
-        if all(after[k] <= before[k] for k in ("asyncio_tasks", "threads", "open_fds")):
-            break
-        await asyncio.sleep(0.1)
-        after = await stats(server.url)
+    after = await gauges_after(server.url, before)
     logging.getLogger(__name__).info("before %s, after %d sessions %s", before, SESSIONS, after)
     assert after["calls"] == 0
-    assert after["asyncio_tasks"] <= before["asyncio_tasks"], (before, after)
-    assert after["threads"] <= before["threads"], (before, after)
-    assert after["open_fds"] <= before["open_fds"], (before, after)
+    for gauge in GAUGES:
+        assert after[gauge] <= before[gauge], (gauge, before, after)
     assert after["rss_mb"] - before["rss_mb"] <= RSS_BOUND_MB, (before, after)

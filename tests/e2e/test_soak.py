@@ -11,12 +11,11 @@ import json
 import logging
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 import websockets
 
-from tests.support.server import ServerProcess, until_in_use
+from tests.support.server import GAUGES, ServerProcess, gauges_after, server_stats, until_in_use
 
 pytestmark = pytest.mark.e2e
 
@@ -26,11 +25,6 @@ NOISE = np.random.default_rng(2).normal(0, 3000, 7_200).astype(np.int16)
 SPEECH = base64.b64encode((TONE + NOISE).tobytes()).decode()  # 300 ms at 24 kHz
 QUESTION = {"type": "message", "role": "user",
             "content": [{"type": "input_text", "text": "Say yes."}]}  # fmt: skip
-
-
-async def stats(url: str) -> dict[str, float]:
-    async with httpx.AsyncClient(timeout=10) as http:
-        return dict((await http.get(f"{url}/v1/stats")).json())
 
 
 async def until_response_done(ws: Any) -> dict[str, Any]:
@@ -66,20 +60,15 @@ async def soak(server: ServerProcess, sessions: int, run: Any) -> None:
     for i in range(3):  # warm up what is made lazily (codecs, executors)
         await run(url, i)
     await until_in_use(server.url, 0)
-    before = await stats(server.url)
+    before = await server_stats(server.url)
     for i in range(sessions):
         await run(url, i)
     pool = await until_in_use(server.url, 0, timeout_s=30)
     assert {slot["state"] for slot in pool["slots"]} == {"idle"}
-    after = await stats(server.url)
-    for _ in range(50):  # closing sessions finish their last steps
-        if all(after[k] <= before[k] for k in ("asyncio_tasks", "threads", "open_fds")):
-            break
-        await asyncio.sleep(0.1)
-        after = await stats(server.url)
+    after = await gauges_after(server.url, before)
     logging.getLogger(__name__).info("before %s, after %d sessions %s", before, sessions, after)
     assert after["calls"] == 0
-    for gauge in ("asyncio_tasks", "threads", "open_fds"):
+    for gauge in GAUGES:
         assert after[gauge] <= before[gauge], (gauge, before, after)
     assert after["rss_mb"] - before["rss_mb"] <= RSS_BOUND_MB, (before, after)
 

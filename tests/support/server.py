@@ -96,3 +96,18 @@ async def server_stats(url: str) -> dict:
     async with httpx.AsyncClient(timeout=10) as http:
         stats: dict = (await http.get(f"{url}/v1/stats")).json()
     return stats
+
+
+GAUGES = ("asyncio_tasks", "threads", "open_fds")
+
+
+async def gauges_after(url: str, before: dict, *, tries: int = 50) -> dict:
+    """/v1/stats once its gauges are back to `before`'s, or after `tries` tenths of a
+    second: ending sessions finish their last steps (timers, peers) a little late."""
+    after = await server_stats(url)
+    for _ in range(tries):
+        if all(after[gauge] <= before[gauge] for gauge in GAUGES):
+            break
+        await asyncio.sleep(0.1)
+        after = await server_stats(url)
+    return after
