@@ -16,6 +16,17 @@ SAMPLE_RATE = 16_000
 BYTES_PER_SAMPLE = 2
 # Trailing silence kept on an utterance: enough for Whisper to hear the last word fade.
 TAIL_KEEP_MS = 200
+# webrtcvad goes on calling frames speech for a while after speech stops (its
+# hangover: kOverHangMax1* in WebRTC's vad_core.c), at least this many frames by
+# aggressiveness and frame length. Its first unvoiced frame is always that far
+# into the silence, so silence is counted from there: a 500 ms window is 500 ms
+# of silence, not 500 ms after the hangover (measured on espeak speech: 100-125 ms).
+MIN_HANGOVER_FRAMES = {
+    0: {10: 8, 20: 4, 30: 3},
+    1: {10: 8, 20: 4, 30: 3},
+    2: {10: 6, 20: 3, 30: 2},
+    3: {10: 6, 20: 3, 30: 2},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +66,7 @@ TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | SpeechEnded
 
 
 class TurnDetector:
-    """Speech starts after `start_ms` voiced, ends after `silence_ms` unvoiced.
+    """Speech starts after `start_ms` voiced, ends after `silence_ms` of silence.
 
     SpeechPaused comes after `pause_ms` of silence (by default vad.speculative_ms,
     if below the silence window), then again every `recheck_ms` (0: once) while
@@ -69,13 +80,14 @@ class TurnDetector:
         self._frame_ms = settings.frame_ms
         self._frame_bytes = SAMPLE_RATE * settings.frame_ms // 1000 * BYTES_PER_SAMPLE
         self._start_frames = settings.start_ms // settings.frame_ms
-        self._silence_frames = settings.silence_ms // settings.frame_ms
-        self._tail_frames = min(self._silence_frames, TAIL_KEEP_MS // settings.frame_ms)
+        self._hangover = MIN_HANGOVER_FRAMES[settings.aggressiveness][settings.frame_ms]
+        self._silence_frames = self._unvoiced_frames(settings.silence_ms)
+        self._tail_frames = min(self._silence_frames, self._unvoiced_frames(TAIL_KEEP_MS))
         self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
         if pause_ms is None:
             speculate = 0 < settings.speculative_ms < settings.silence_ms
             pause_ms = settings.speculative_ms if speculate else 0
-        self._pause_frames = pause_ms // settings.frame_ms
+        self._pause_frames = self._unvoiced_frames(pause_ms) if pause_ms else 0
         self._recheck_frames = recheck_ms // settings.frame_ms
         self._paused = False
         prefix_frames = settings.prefix_padding_ms // settings.frame_ms
@@ -88,6 +100,11 @@ class TurnDetector:
         self._utterance: list[bytes] | None = None
         self._start_ms = 0
         self._voiced_frames = 0  # in the current utterance, its start run included
+
+    def _unvoiced_frames(self, silence_ms: int) -> int:
+        """Unvoiced frames that make `silence_ms` of silence, the hangover before them
+        counted in."""
+        return max(1, silence_ms // self._frame_ms - self._hangover)
 
     @property
     def position_ms(self) -> int:
@@ -178,11 +195,15 @@ class TurnDetector:
         trailing = self._silence_run
         if trailing > self._tail_frames:
             frames = frames[: len(frames) - (trailing - self._tail_frames)]
-        return b"".join(frames), self.position_ms - trailing * self._frame_ms
+        return b"".join(frames), self.position_ms - self._silence_ms()
+
+    def _silence_ms(self) -> int:
+        """The silence since the speech stopped: the unvoiced run and the hangover."""
+        return (self._silence_run + self._hangover) * self._frame_ms if self._silence_run else 0
 
     def _end(self, *, forced: bool) -> SpeechEnded:
         audio, end_ms = self._trimmed()
-        silence_ms = self._silence_run * self._frame_ms
+        silence_ms = self._silence_ms()
         self._utterance = None
         self._paused = False
         self._voiced_run = self._silence_run = 0

@@ -116,3 +116,32 @@ def test_pauses_repeat_while_the_silence_goes_on() -> None:
     # Speech resumes: pauses start over from the first.
     more = run(detector, noise(400), silence(400))
     assert [type(e) for e in more] == [SpeechResumed, SpeechPaused]
+
+
+# webrtcvad's longest hangover (kOverHangMax2* in vad_core.c), in ms, by mode and frame.
+LONGEST_HANGOVER_MS = {
+    mode: {10: 10 * frames[0], 20: 20 * frames[1], 30: 30 * frames[2]}
+    for mode, frames in {0: (14, 7, 5), 1: (14, 7, 5), 2: (9, 5, 3), 3: (9, 5, 3)}.items()
+}
+
+
+@pytest.mark.parametrize("aggressiveness", [0, 1, 2, 3])
+@pytest.mark.parametrize("frame_ms", [10, 20, 30])
+def test_the_silence_window_is_counted_from_where_the_speech_stopped(
+    aggressiveness: int, frame_ms: int
+) -> None:
+    """webrtcvad calls up to 150 ms after speech "voiced" (its hangover): the turn must
+    not wait that out on top of the window, nor end before the window's silence."""
+    settings = VadSettings(
+        aggressiveness=aggressiveness, frame_ms=frame_ms, silence_ms=480, speculative_ms=240
+    )
+    detector = TurnDetector(settings)
+    run(detector, silence(480), noise(900))
+    speech_end_ms = detector.position_ms
+    heard = {}
+    while SpeechEnded not in heard:
+        for event in run(detector, silence(frame_ms), chunk=SAMPLE_RATE * frame_ms // 1000):
+            heard[type(event)] = detector.position_ms - speech_end_ms
+    hangover = LONGEST_HANGOVER_MS[aggressiveness][frame_ms]
+    assert 480 <= heard[SpeechEnded] < 480 + hangover, heard
+    assert 240 <= heard[SpeechPaused] < 240 + hangover, heard

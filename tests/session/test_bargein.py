@@ -163,7 +163,7 @@ async def test_client_cancel_clear_and_truncate() -> None:
     assert isinstance(engines.tts, FakeTTS)
     engines.tts.seconds_per_word = 0.2
     assert isinstance(engines.llm, FakeLLM)
-    engines.llm.delay_s = 0.1  # still generating when the client cancels
+    engines.llm.hold_after = 6  # still generating when the client cancels, however late
     # A cancel while the reply plays.
     await play_script(session, [(0.0, noise(800)), (0.8, silence(1100))])
     session.cancel_response()
@@ -178,7 +178,7 @@ async def test_client_cancel_clear_and_truncate() -> None:
     with pytest.raises(BadTruncation):
         session.items.truncate(cut.item_id, 99_000)
     assert cut.content == heard
-    engines.llm.delay_s = 0.02
+    engines.llm.hold_after = None
     # Nothing left to cancel or clear: refused, and the session goes on.
     with pytest.raises(NoActiveResponse):
         session.cancel_response()
