@@ -2,8 +2,11 @@
 
 The first piece ends at the first clause boundary (or after a few words) so TTS
 can start early; later pieces end at sentences, which sound better, or at a
-clause once they are long: a long piece after a short one would leave a gap in
-playout while it is synthesized.
+clause once they are long. The next piece is synthesized while this one plays, so
+a long piece after a short one leaves a gap: the limit on a piece's words doubles
+from one piece to the next (4, 8, 16, then max_words), looking a few words past it
+for a better cut. On two cores a whole sentence after a 4-word opening stopped the
+reply for 0.1-0.7 s (bench/listen.py).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import re
 
 SENTENCE_END = ".!?"
+# Words looked past a later piece's doubling limit for a better place to cut.
+LOOKAHEAD_WORDS = 3
 CLAUSE_END = ",;:"
 # Markdown and symbols that TTS would read out or choke on.
 _UNSPEAKABLE = re.compile(r"[*_#`~<>|\[\]{}]+")
@@ -31,6 +36,7 @@ class ClauseChunker:
     ) -> None:
         self._buffer = ""
         self._emitted = 0
+        self._first_chars = 0
         self._first_min = first_min_words
         self._first_max = first_max_words
         self._clause_min = clause_min_words
@@ -44,6 +50,8 @@ class ClauseChunker:
             self._buffer = self._buffer[cut:].lstrip()
             if piece:
                 pieces.append(piece)
+                if not self._emitted:
+                    self._first_chars = len(piece)
                 self._emitted += 1
         return pieces
 
@@ -59,11 +67,19 @@ class ClauseChunker:
         """Index just past a boundary in the buffer, or None to keep waiting.
 
         A punctuation mark counts only once whitespace follows it, so "3.5" and
-        "1,000" are not cut.
+        "1,000" are not cut. A later piece that reaches its doubling limit mid-sentence
+        is cut there only once LOOKAHEAD_WORDS more have come with no boundary among
+        them: a boundary that close is a better cut, and a cut at the limit never
+        leaves a scrap of two or three words to be spoken on its own.
         """
         first = self._emitted == 0
         clause_min = self._first_min if first else self._clause_min
         max_words = self._first_max if first else self._max_words
+        # Kokoro's time grows with a piece's sounds, not its words: the limit is in
+        # characters, twice what the pieces before it hold.
+        soft_chars = self._first_chars << self._emitted
+        at_soft_max: int | None = None
+        soft_words = 0
         words = 0
         in_word = False
         for index, char in enumerate(self._buffer):
@@ -74,10 +90,14 @@ class ClauseChunker:
                 previous = self._buffer[index - 1]
                 if previous in SENTENCE_END and words >= 1:
                     return index
-                if previous in CLAUSE_END and words >= clause_min:
+                if previous in CLAUSE_END and (words >= clause_min or at_soft_max is not None):
                     return index
                 if words >= max_words:
                     return index
+                if at_soft_max is None and not first and index >= soft_chars:
+                    at_soft_max, soft_words = index, words
+                elif at_soft_max is not None and words >= soft_words + LOOKAHEAD_WORDS:
+                    return at_soft_max
             elif not in_word:
                 in_word = True
                 words += 1

@@ -33,6 +33,41 @@ def test_by_default_the_first_piece_is_short_and_long_sentences_are_split_at_cla
     assert " ".join(pieces) == text
 
 
+def test_each_piece_is_at_most_about_twice_the_one_before() -> None:
+    """Kokoro makes the next piece while this one plays: a piece much longer than the
+    one before would not be ready in time, and the reply would stop mid-sentence."""
+    words = " ".join(f"w{n}" for n in range(60))
+    pieces = feed(ClauseChunker(first_max_words=4), words)
+    assert [len(piece.split()) for piece in pieces] == [4, 8, 12, 18, 18]
+    assert " ".join(pieces) == words
+    # The limit is in characters (Kokoro's time follows the sounds, not the words).
+    text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
+    assert feed(ClauseChunker(), text) == [
+        "The moon is about",
+        "three hundred and eighty thousand kilometres",
+        "away from the Earth.",
+    ]
+
+
+def test_a_piece_past_its_limit_ends_at_a_boundary_close_by_not_before_a_scrap() -> None:
+    text = "The capital of France is Paris, a city known for its art and food."
+    assert feed(ClauseChunker(), text) == [
+        "The capital of France",
+        "is Paris, a city known for its art and food.",
+    ]
+    text = "It is blue because the air scatters blue light more than red."
+    assert feed(ClauseChunker(), text) == [
+        "It is blue because",
+        "the air scatters blue light more than red.",
+    ]
+    text = "It is blue because the air scatters blue light more than it does the red one."
+    assert feed(ClauseChunker(), text) == [
+        "It is blue because",
+        "the air scatters blue light more than",
+        "it does the red one.",
+    ]
+
+
 def test_numbers_and_decimals_are_not_cut() -> None:
     pieces = feed(
         ClauseChunker(first_max_words=12), "It costs 3.50 dollars, or 1,000 yen in total today."
