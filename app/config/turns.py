@@ -18,7 +18,11 @@ class VadSettings(BaseModel):
     # 500 ms matches OpenAI's server_vad default, so Realtime clients behave as they
     # expect. Natural pauses between phrases run 200-400 ms; much lower cuts people off.
     silence_ms: int = Field(
-        500, ge=100, le=10_000, description="Unvoiced audio in a row that ends the user's turn."
+        500,
+        ge=100,
+        le=10_000,
+        description="Silence after speech that ends the user's turn (webrtcvad's hangover "
+        "counted in).",
     )
     prefix_padding_ms: int = Field(
         300, ge=0, le=2000, description="Audio kept from before the confirmed speech start."
