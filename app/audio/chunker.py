@@ -16,6 +16,9 @@ import re
 SENTENCE_END = ".!?"
 # Words looked past a later piece's doubling limit for a better place to cut.
 LOOKAHEAD_WORDS = 3
+# The limits double from the first piece's length, but from at least about three
+# words after one that ends a sentence ("Yes."): a pause there is natural.
+LIMIT_BASE_CHARS = 16
 CLAUSE_END = ",;:"
 # Markdown and symbols that TTS would read out or choke on.
 _UNSPEAKABLE = re.compile(r"[*_#`~<>|\[\]{}]+")
@@ -51,7 +54,8 @@ class ClauseChunker:
             if piece:
                 pieces.append(piece)
                 if not self._emitted:
-                    self._first_chars = len(piece)
+                    ended = piece[-1] in SENTENCE_END
+                    self._first_chars = max(len(piece), LIMIT_BASE_CHARS if ended else 0)
                 self._emitted += 1
         return pieces
 

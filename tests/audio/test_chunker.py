@@ -36,9 +36,9 @@ def test_by_default_the_first_piece_is_short_and_long_sentences_are_split_at_cla
 def test_each_piece_is_at_most_about_twice_the_one_before() -> None:
     """Kokoro makes the next piece while this one plays: a piece much longer than the
     one before would not be ready in time, and the reply would stop mid-sentence."""
-    words = " ".join(f"w{n}" for n in range(60))
+    words = " ".join(f"word{n}" for n in range(60))
     pieces = feed(ClauseChunker(first_max_words=4), words)
-    assert [len(piece.split()) for piece in pieces] == [4, 8, 12, 18, 18]
+    assert [len(piece.split()) for piece in pieces] == [4, 8, 14, 18, 16]
     assert " ".join(pieces) == words
     # The limit is in characters (Kokoro's time follows the sounds, not the words).
     text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
@@ -46,6 +46,15 @@ def test_each_piece_is_at_most_about_twice_the_one_before() -> None:
         "The moon is about",
         "three hundred and eighty thousand kilometres",
         "away from the Earth.",
+    ]
+
+
+def test_a_one_word_opening_does_not_chop_the_sentence_after_it() -> None:
+    text = "Yes. The capital of France is Paris, and it is lovely in spring."
+    assert feed(ClauseChunker(), text) == [
+        "Yes.",
+        "The capital of France is Paris,",
+        "and it is lovely in spring.",
     ]
 
 
