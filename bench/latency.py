@@ -44,6 +44,9 @@ class Turn:
     v2v_s: float | None
     vad_end_s: float  # end of speech in the sent audio -> speech_stopped received
     playout_s: float | None  # first transcript delta (sent as playout starts) -> first voice
+    # The longest silence between the reply's first and last voiced frames: its own
+    # pauses, and any wait for a piece that was not synthesized in time.
+    longest_silence_s: float | None
     timings_ms: dict[str, float]
     status: str
 
@@ -87,6 +90,9 @@ async def run_session(
             assert ended is not None
             await client.wait_quiet(since=ended, quiet_s=0.8, timeout_s=60)
             first = client.recording.first_voice_after(ended)
+            last = client.recording.last_voice_at()
+            voiced = client.recording.voice_times(first, last + 0.001) if first and last else []
+            silences = [b - a for a, b in zip(voiced, voiced[1:], strict=False)]
             deltas = [at for at, e in client.events if e["type"].endswith("transcript.delta")]
             delta_at = next((at for at in deltas if at >= ended), ended)
             results.turns.append(
@@ -95,6 +101,7 @@ async def run_session(
                     vad_end_s=client.event_time("input_audio_buffer.speech_stopped", turn + 1)
                     - ended,
                     playout_s=None if first is None else first - delta_at,
+                    longest_silence_s=max(silences, default=None),
                     timings_ms=done["response"].get("timings_ms", {}),
                     status=done["response"]["status"],
                 )
@@ -215,6 +222,12 @@ def report(label: str, results: Results, cpu_pct: float | None) -> None:
     if playout:
         print(
             f"first frame sent (delta event) -> voice heard: p50 {percentile(playout, 50):.0f} ms"
+        )
+    silences = [t.longest_silence_s * 1000 for t in results.turns if t.longest_silence_s]
+    if silences:
+        print(
+            f"longest silence inside a reply: p50 {percentile(silences, 50):.0f} ms, "
+            f"max {max(silences):.0f} ms"
         )
     print("server stages, ms from VAD end (p50 / p95):")
     for stage in STAGES:
