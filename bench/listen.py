@@ -32,6 +32,7 @@ from app.audio.resample import Resampler
 from app.config import Settings
 from app.engines.stt import WhisperSTT
 from app.engines.tts import KOKORO_RATE, KokoroTTS, TextToSpeech
+from app.session.responders import SynthesisPace
 from bench import machine
 from tests.support.speech import word_error_rate
 
@@ -54,9 +55,9 @@ class Heard:
     pieces: list[str]
 
 
-def pieces_of(text: str, first_words: int) -> list[str]:
+def pieces_of(text: str, first_words: int, growth: float = 2.0) -> list[str]:
     """The pieces the server cuts `text` into, its words arriving one by one."""
-    chunker = ClauseChunker(first_max_words=first_words)
+    chunker = ClauseChunker(first_max_words=first_words, growth=growth)
     pieces: list[str] = []
     for word in text.split(" "):
         pieces += chunker.push(word + " ")
@@ -106,11 +107,17 @@ async def main(first_words: list[int], out: Path) -> None:
     tts = await asyncio.to_thread(KokoroTTS, settings.tts)
     stt = await asyncio.to_thread(WhisperSTT, settings.stt)
     results: dict[str, list[Heard]] = {}
+    pace = SynthesisPace()
     try:
         for number, text in enumerate(REPLIES, 1):
             print(f"\n{number}. {text}")
+            # The server sizes pieces by how fast TTS has been going (SynthesisPace):
+            # here, by the reply synthesized whole.
+            whole, whole_ms, _ = await play_out(tts, [text])
+            pace.add(whole_ms / 1000, len(whole) / KOKORO_RATE)
+            print(f"   pieces may grow {pace.growth:.2f}x from one to the next")
             variants = [("whole", [text])] + [
-                (f"first{n}", pieces_of(text, n)) for n in first_words
+                (f"first{n}", pieces_of(text, n, pace.growth)) for n in first_words
             ]
             for name, pieces in variants:
                 samples, first_ms, gap_ms = await play_out(tts, pieces)

@@ -3,10 +3,11 @@
 The first piece ends at the first clause boundary (or after a few words) so TTS
 can start early; later pieces end at sentences, which sound better, or at a
 clause once they are long. The next piece is synthesized while this one plays, so
-a long piece after a short one leaves a gap: the limit on a piece's words doubles
-from one piece to the next (4, 8, 16, then max_words), looking a few words past it
-for a better cut. On two cores a whole sentence after a 4-word opening stopped the
-reply for 0.1-0.7 s (bench/listen.py).
+a long piece after a short one leaves a gap: a piece's length in characters may
+grow by `growth` over the first one's, again for each piece after (the agent sets
+it from how fast TTS is running: 1.5 on two cores, where a whole sentence after a
+4-word opening stopped the reply for 0.1-0.7 s, bench/listen.py; on a GPU so much
+that sentences are never cut), looking a few words past it for a better cut.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ClauseChunker:
         first_max_words: int = 4,
         clause_min_words: int = 6,
         max_words: int = 18,
+        growth: float = 2.0,
     ) -> None:
         self._buffer = ""
         self._emitted = 0
@@ -44,6 +46,7 @@ class ClauseChunker:
         self._first_max = first_max_words
         self._clause_min = clause_min_words
         self._max_words = max_words
+        self._growth = growth
 
     def push(self, delta: str) -> list[str]:
         self._buffer += delta
@@ -80,8 +83,8 @@ class ClauseChunker:
         clause_min = self._first_min if first else self._clause_min
         max_words = self._first_max if first else self._max_words
         # Kokoro's time grows with a piece's sounds, not its words: the limit is in
-        # characters, twice what the pieces before it hold.
-        soft_chars = self._first_chars << self._emitted
+        # characters.
+        soft_chars = self._first_chars * self._growth**self._emitted
         at_soft_max: int | None = None
         soft_words = 0
         words = 0

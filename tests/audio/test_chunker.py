@@ -49,6 +49,21 @@ def test_each_piece_is_at_most_about_twice_the_one_before() -> None:
     ]
 
 
+def test_how_fast_the_pieces_grow_follows_how_fast_they_are_made() -> None:
+    text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
+    # A TTS fifty times faster than speech (a GPU): only the opening is cut off.
+    assert feed(ClauseChunker(growth=50), text) == [
+        "The moon is about",
+        "three hundred and eighty thousand kilometres away from the Earth.",
+    ]
+    # A slow one: the second piece may be only half as long again as the first.
+    assert feed(ClauseChunker(growth=1.5), text) == [
+        "The moon is about",
+        "three hundred and eighty thousand",
+        "kilometres away from the Earth.",
+    ]
+
+
 def test_a_one_word_opening_does_not_chop_the_sentence_after_it() -> None:
     text = "Yes. The capital of France is Paris, and it is lovely in spring."
     assert feed(ClauseChunker(), text) == [
