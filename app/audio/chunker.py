@@ -3,11 +3,11 @@
 The first piece ends at the first clause boundary (or after a few words) so TTS
 can start early; later pieces end at sentences, which sound better, or at a
 clause once they are long. The next piece is synthesized while this one plays, so
-a long piece after a short one leaves a gap: a piece's length in characters may
-grow by `growth` over the first one's, again for each piece after (the agent sets
-it from how fast TTS is running: 1.5 on two cores, where a whole sentence after a
-4-word opening stopped the reply for 0.1-0.7 s, bench/listen.py; on a GPU so much
-that sentences are never cut), looking a few words past it for a better cut.
+a long piece after a short one leaves a gap: each piece's limit is `growth` times
+the one before, in characters (the agent sets `growth` from how fast TTS is
+running: 1.5 on two busy cores, where a whole sentence after a 4-word opening
+stopped replies for up to 0.7 s, bench/listen.py; on a GPU so much that sentences
+are never cut). At the limit, a few words more are read for a better cut.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 
 SENTENCE_END = ".!?"
-# Words looked past a later piece's doubling limit for a better place to cut.
+CLAUSE_END = ",;:"
+# Words read past a later piece's limit for a better place to cut.
 LOOKAHEAD_WORDS = 3
-# The limits double from the first piece's length, but from at least about three
+# The limits grow from the first piece's length, but from at least about three
 # words after one that ends a sentence ("Yes."): a pause there is natural.
 LIMIT_BASE_CHARS = 16
-CLAUSE_END = ",;:"
 # Markdown and symbols that TTS would read out or choke on.
 _UNSPEAKABLE = re.compile(r"[*_#`~<>|\[\]{}]+")
 
@@ -74,7 +74,7 @@ class ClauseChunker:
         """Index just past a boundary in the buffer, or None to keep waiting.
 
         A punctuation mark counts only once whitespace follows it, so "3.5" and
-        "1,000" are not cut. A later piece that reaches its doubling limit mid-sentence
+        "1,000" are not cut. A later piece that reaches its limit mid-sentence
         is cut there only once LOOKAHEAD_WORDS more have come with no boundary among
         them: a boundary that close is a better cut, and a cut at the limit never
         leaves a scrap of two or three words to be spoken on its own.

@@ -176,10 +176,11 @@ class AgentResponder:
                     continue
                 finally:
                     made.one_done()
-                self._pace.add(time.perf_counter() - started, speech.duration_s)
+                took_s = time.perf_counter() - started
+                self._pace.add(took_s, speech.duration_s)
                 log.debug(
                     "tts %.0f ms for %.2f s: %r",
-                    (time.perf_counter() - started) * 1000,
+                    took_s * 1000,
                     speech.duration_s,
                     clause,
                     extra={"session_id": request.session_id},

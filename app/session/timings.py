@@ -27,9 +27,6 @@ class TurnTimings:
         """Record the first time a stage is reached; later calls are ignored."""
         self._marks.setdefault(stage, time.perf_counter())
 
-    def has(self, stage: str) -> bool:
-        return stage in self._marks
-
     def voice_to_voice_ms(self) -> float | None:
         """From the end of the user's speech to the reply's first frame sent: the
         server's part of voice to voice (None where either end is unknown)."""
