@@ -30,10 +30,11 @@ def usable(candidate: RTCIceCandidate) -> bool:
 
 
 def keep_usable(sdp: str) -> str:
-    """The offer with only usable candidate lines, at most MAX_REMOTE_CANDIDATES."""
-    newline = "\r\n" if "\r\n" in sdp else "\n"
+    """The offer with only usable candidate lines, at most MAX_REMOTE_CANDIDATES, its
+    lines ending in CRLF. Lines are split as aiortc splits them (str.splitlines: any line
+    ending), or candidates joined by another ending would pass as one line."""
     kept, lines = 0, []
-    for line in sdp.split(newline):
+    for line in sdp.splitlines():
         if line.startswith("a=candidate:"):
             try:
                 candidate = candidate_from_sdp(line[len("a=candidate:") :])
@@ -43,4 +44,4 @@ def keep_usable(sdp: str) -> str:
                 continue
             kept += 1
         lines.append(line)
-    return newline.join(lines)
+    return "\r\n".join(lines) + "\r\n"

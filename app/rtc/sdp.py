@@ -54,7 +54,9 @@ def _check_media(media: MediaDescription) -> None:
             raise SignallingError(f"m={media.kind} has payload type {payload_type!r}: 0-127")
     dtls = media.dtls
     fingerprints = dtls.fingerprints if dtls is not None else []
-    if media.profile.startswith("UDP/TLS") and not fingerprints:
+    # Every m-line, whatever profile it names: aiortc runs DTLS on each, and one
+    # without a fingerprint could never be verified.
+    if not fingerprints:
         raise SignallingError(f"m={media.kind} has no DTLS fingerprint (a=fingerprint)")
     for fingerprint in fingerprints:
         size = FINGERPRINT_HASHES.get(fingerprint.algorithm.lower())

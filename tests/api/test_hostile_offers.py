@@ -19,6 +19,13 @@ MANGLED = {
     "no fingerprint": lambda sdp: re.sub(r"a=fingerprint:[^\r\n]*\r\n", "", sdp),
     "md5 fingerprint": lambda sdp: FINGERPRINT.sub("a=fingerprint:md5 AA:BB:CC", sdp),
     "malformed fingerprint": lambda sdp: FINGERPRINT.sub("a=fingerprint:sha-256 zz:11", sdp),
+    # The profile names no DTLS, but aiortc runs it anyway: a fingerprint on every m-line.
+    "RTP/SAVPF, no fingerprint": lambda sdp: re.sub(
+        r"a=fingerprint:[^\r\n]*\r\n", "", sdp.replace("UDP/TLS/RTP/SAVPF", "RTP/SAVPF")
+    ),
+    "RTP/AVP, no fingerprint": lambda sdp: re.sub(
+        r"a=fingerprint:[^\r\n]*\r\n", "", sdp.replace("UDP/TLS/RTP/SAVPF", "RTP/AVP")
+    ),
 }
 
 

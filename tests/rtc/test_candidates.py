@@ -39,3 +39,15 @@ def test_an_offer_keeps_its_usable_candidates_up_to_the_cap() -> None:
     candidates = [line for line in kept.split("\r\n") if line.startswith("a=candidate:")]
     assert candidates == good[:MAX_REMOTE_CANDIDATES]
     assert kept.startswith("v=0\r\nm=audio") and kept.endswith("a=mid:0\r\n")
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r", "\x0b", "\x0c", "\x1c", "\u2028"])
+def test_candidates_joined_by_another_line_ending_are_counted_too(ending: str) -> None:
+    """aiortc splits an offer on any line ending (str.splitlines): forty candidates joined
+    by bare LFs inside a CRLF offer were once one line to the cap, forty to aiortc."""
+    good = [f"a=candidate:{i} 1 udp 2122260223 10.0.{i}.1 5000 typ host" for i in range(40)]
+    sdp = "\r\n".join(["v=0", "m=audio 9 UDP/TLS/RTP/SAVPF 111", ending.join(good), "a=mid:0", ""])
+    kept = keep_usable(sdp)
+    lines = kept.splitlines()
+    assert [line for line in lines if line.startswith("a=candidate:")] == good[:16]
+    assert kept == "\r\n".join(lines) + "\r\n", "every line ends in CRLF"
