@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         proxy_headers=False,
         # A WebSocket message up to the app's own limit reaches it, to be answered there.
         ws_max_size=settings.limits.ws_message_bytes + 1024,
+        # No permessage-deflate: audio in base64 hardly compresses, and inflating a client's
+        # messages ran on the event loop (a few 4 MiB appends stalled it 3 s).
+        ws_per_message_deflate=False,
         timeout_graceful_shutdown=3,
     )
     DrainingServer(config, app.state.calls).run()

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 from collections.abc import Callable, Sequence
 
 from starlette.websockets import WebSocket
 
+from app.admission import ANYONE, Caller, RateLimit
 from app.audio.g711 import RATE as G711_RATE
 from app.call import ENDINGS, Call, configure
 from app.config import Settings
@@ -26,6 +28,7 @@ from app.engines.turn import SmartTurn, TurnModel
 from app.errors import EngineError, NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.mediastream.playout import MarkedPlayout
+from app.mediastream.twilio import MAX_MESSAGE_BYTES as STREAM_MESSAGE_BYTES
 from app.mediastream.twilio import RATE as TWILIO_RATE
 from app.mediastream.twilio import TwilioDialect
 from app.observability.health import EngineHealth
@@ -75,6 +78,10 @@ class CallManager:
             if settings.server.otlp_endpoint
             else None
         )
+        self.call_rate = RateLimit.of_calls(settings.limits)
+        share = settings.limits.address_slots
+        # Slots one unvouched client address may hold at once (0: no limit).
+        self._client_slots = 0 if share >= 1 else math.ceil(share * settings.pool.max_sessions)
         self.load_error: str | None = None
         self.accepting = True
         self._calls: dict[str, Call] = {}
@@ -137,14 +144,15 @@ class CallManager:
         *,
         via: str = "webrtc",
         owner: object | None = None,
+        caller: Caller = ANYONE,
     ) -> tuple[str, str]:
         """Answer an SDP offer on a fresh slot; the data channel, if any, speaks Realtime.
 
         Returns (answer_sdp, session_id). `changes` configure the session first, in order.
         `via` names the signalling in /v1/pool (webrtc, whip); `owner`, the client secret
-        that asked (None: the server's key).
+        that asked (None: the server's key); `caller`, where it came from.
         """
-        responder, session_id, slot = self._claim(via)
+        responder, session_id, slot = self._claim(via, caller)
         server = self.settings.server
         peer = RtcPeer(
             session_id,
@@ -180,13 +188,19 @@ class CallManager:
         changes: Sequence[OptionChanges] = (),
         *,
         owner: object | None = None,
+        caller: Caller = ANYONE,
     ) -> None:
         """Run one Realtime session on an accepted WebSocket until it ends."""
-        responder, session_id, slot = self._claim("websocket")
+        responder, session_id, slot = self._claim("websocket", caller)
         transport = WsTransport(
             websocket, session_id, max_message_bytes=self.settings.limits.ws_message_bytes
         )
-        dialect = RealtimeDialect(transport, model=self.model, webrtc=False)
+        dialect = RealtimeDialect(
+            transport,
+            model=self.model,
+            webrtc=False,
+            max_append_s=self.settings.limits.append_audio_s,
+        )
 
         async def push(pcm: bytes) -> None:
             await transport.send_when_room(dialect.audio_delta(pcm))
@@ -199,15 +213,18 @@ class CallManager:
             self.pool.release(slot)
             raise
         dialect.attach(session)
-        transport.start(dialect.receive)
+        transport.start(dialect.receive_in_steps)
         dialect.opened()
         await self._run(Call(slot, transport, dialect, session, owner=owner))
 
-    async def serve_media_stream(self, websocket: WebSocket) -> None:
+    async def serve_media_stream(self, websocket: WebSocket, caller: Caller = ANYONE) -> None:
         """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
-        responder, session_id, slot = self._claim("media_stream")
+        responder, session_id, slot = self._claim("media_stream", caller)
         transport = WsTransport(
-            websocket, session_id, max_message_bytes=self.settings.limits.ws_message_bytes
+            websocket,
+            session_id,
+            max_message_bytes=STREAM_MESSAGE_BYTES,
+            heard_at=lambda: dialect.last_media_at,
         )
         dialect = TwilioDialect(transport)
         try:
@@ -227,12 +244,12 @@ class CallManager:
         transport.start(dialect.receive)
         await self._run(Call(slot, transport, dialect, session))
 
-    async def open_sip(self, offer: AudioOffer, host: str) -> SipLeg:
+    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ANYONE) -> SipLeg:
         """A SIP call answered on a fresh slot: RTP on `host`, the leg's port for the answer.
 
         It has no event channel of its own; a sideband controller hears its events.
         """
-        responder, session_id, slot = self._claim("sip")
+        responder, session_id, slot = self._claim("sip", caller)
         leg = SipLeg(session_id, offer)
         try:
             dialect = RealtimeDialect(EventChannel(session_id), model=self.model, webrtc=True)
@@ -311,14 +328,23 @@ class CallManager:
             raise NotFound(f"no {via} call {call_id!r}")
         return call.transport
 
-    def _claim(self, via: str) -> tuple[Responder, str, Slot]:
-        """What every new call starts with: the responder (or a refusal), an id, a slot."""
+    def _claim(self, via: str, caller: Caller) -> tuple[Responder, str, Slot]:
+        """What every new call starts with: the responder (or a refusal), an id, a slot.
+
+        A caller that is not vouched for is held to its address's rate of new calls
+        and share of the slots (RateLimited, AddressLimitReached).
+        """
         try:
             responder = self._responder_or_refuse()
             session_id = self._new_session_id()
-            slot = self.pool.claim(session_id, via)
+            if caller.limited:
+                assert caller.address is not None
+                self.call_rate.take(caller.address)
+                slot = self.pool.claim(session_id, via, caller.address, self._client_slots)
+            else:
+                slot = self.pool.claim(session_id, via)
         except VoiceAgentError as exc:
-            self.metrics.refused(via, exc.type)
+            self.metrics.refused(via, exc.outcome or exc.type)
             raise
         self.metrics.accepted(via)
         return responder, session_id, slot
@@ -343,7 +369,7 @@ class CallManager:
             max_message_bytes=self.settings.limits.ws_message_bytes,
         )
         dialect.watch(controller)
-        controller.start(lambda data: dialect.receive(data, controller))
+        controller.start(lambda data: dialect.receive_in_steps(data, controller))
         left = asyncio.create_task(controller.ended.wait(), name=f"{call_id}:sideband-wait")
         try:
             await asyncio.wait(

@@ -7,6 +7,7 @@ class VoiceAgentError(Exception):
     """Base class; `type` is the OpenAI-style error type sent to clients."""
 
     type = "server_error"
+    outcome = ""  # how /metrics counts a call refused with it, when not by `type`
 
 
 class SessionLimitReached(VoiceAgentError):
@@ -22,10 +23,24 @@ class RateLimited(VoiceAgentError):
     """A client address making new calls faster than limits.calls_per_minute."""
 
     type = "rate_limit_exceeded"
+    outcome = "rate_limited"
 
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AddressLimitReached(RateLimited):
+    """One client address already holds its share of the slots (limits.address_slots)."""
+
+    outcome = "address_limit"  # how /metrics counts the refusal
+
+    def __init__(self, client: str, slots: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"{client} already holds {slots} calls, the most one address may at once; "
+            f"end one or retry in {retry_after_s} s",
+            retry_after_s,
+        )
 
 
 class SignallingError(VoiceAgentError):

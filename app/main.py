@@ -11,6 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from app.admission import RateLimit
 from app.api import (
     client_secrets,
     errors,
@@ -21,11 +22,14 @@ from app.api import (
     twilio,
     whip,
 )
-from app.api.auth import ClientSecrets
 from app.api.body_limit import BodyLimit
-from app.api.call_rate import CallRate
+from app.api.callers import ClientAddresses
+from app.api.client_secrets import PAGE_MINT_BURST, PAGE_MINTS_PER_MINUTE
+from app.api.hosts import HostGuard
 from app.api.origins import OriginGuard
 from app.api.page import PageFiles
+from app.api.secret_store import ClientSecrets
+from app.api.stream_tickets import StreamTickets
 from app.calls import CallManager
 from app.config import Settings, get_settings
 from app.sip.server import SipServer
@@ -77,9 +81,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["authorization", "content-type", "if-match"],
             expose_headers=["location", "etag", "link", "retry-after"],
         )
+    app.add_middleware(HostGuard, allowed=settings.server.allowed_hosts)  # added last: first
     app.state.calls = calls
-    app.state.client_secrets = ClientSecrets()
-    app.state.call_rate = CallRate(settings.limits)
+    app.state.client_secrets = ClientSecrets(retire_s=settings.pool.max_session_s)
+    app.state.client_addresses = ClientAddresses(settings.limits)
+    app.state.stream_tickets = StreamTickets(settings.twilio.auth_token, settings.server.api_key)
+    app.state.page_mints = RateLimit(PAGE_MINTS_PER_MINUTE, PAGE_MINT_BURST, "page client secrets")
     errors.install(app)
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)

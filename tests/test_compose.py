@@ -200,7 +200,7 @@ def requested_url(monkeypatch: pytest.MonkeyPatch, command: list[str]) -> str:
 
 def health_before_loading(path: str) -> tuple[int, Any]:
     """GET `path` from app.main's app without its lifespan, so no engine loads."""
-    answer = TestClient(create_app(Settings(_env_file=None))).get(path)
+    answer = TestClient(create_app(Settings(_env_file=None)), base_url="http://localhost").get(path)
     return answer.status_code, answer.json()
 
 

@@ -26,7 +26,9 @@ SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_info", "_created")
 
 def exported_names() -> set[str]:
     """Metric family names /metrics serves, before any call (and any engine) exists."""
-    answer = TestClient(create_app(Settings(_env_file=None))).get("/metrics")
+    answer = TestClient(create_app(Settings(_env_file=None)), base_url="http://localhost").get(
+        "/metrics"
+    )
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain")
     return {base_name(family.name) for family in text_string_to_metric_families(answer.text)}

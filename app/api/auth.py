@@ -10,56 +10,27 @@ as the official SDKs send it.
 from __future__ import annotations
 
 import hmac
-import secrets
-import time
-from dataclasses import dataclass
 
 from fastapi import Request, WebSocket
 
+from app.api.secret_store import SECRET_PREFIX, ClientSecrets, Secret
 from app.errors import Unauthorized
-from app.session.options import OptionChanges
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 REALTIME_SUBPROTOCOL = "realtime"
-SECRET_PREFIX = "ek_"
-# Minted and not yet expired, per server; past this the soonest to expire go first.
-MAX_SECRETS = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class Secret:
-    expires_at: float  # time.time()
-    changes: OptionChanges | None  # the session config that comes with it
-
-
-class ClientSecrets:
-    """One server's minted keys, in memory: a restart revokes them all."""
-
-    def __init__(self) -> None:
-        self._secrets: dict[str, Secret] = {}
-
-    def mint(self, seconds: int, changes: OptionChanges | None) -> tuple[str, Secret]:
-        now = time.time()
-        self._secrets = {k: s for k, s in self._secrets.items() if s.expires_at > now}
-        while len(self._secrets) >= MAX_SECRETS:
-            del self._secrets[min(self._secrets, key=lambda k: self._secrets[k].expires_at)]
-        value = SECRET_PREFIX + secrets.token_urlsafe(24)
-        secret = self._secrets[value] = Secret(now + seconds, changes)
-        return value, secret
-
-    def find(self, value: str) -> Secret | None:
-        secret = self._secrets.get(value)
-        return secret if secret is not None and secret.expires_at > time.time() else None
-
-
-def authorize(token: str | None, api_key: str, minted: ClientSecrets) -> Secret | None:
+def authorize(
+    token: str | None, api_key: str, minted: ClientSecrets, *, expired_ok: bool = False
+) -> Secret | None:
     """The client secret `token` is, or None for the server's own key (or no key needed).
 
     Raises Unauthorized for a wrong key, and for an `ek_` key that is unknown or has
     expired (checked even on a server without a key: it was meant to be one of ours).
+    `expired_ok`: an expired secret will do, to end a call it made.
     """
     if token is not None and token.startswith(SECRET_PREFIX):
-        secret = minted.find(token)
+        secret = minted.find(token, expired_ok=expired_ok)
         if secret is None:
             raise Unauthorized("unknown or expired client secret")
         return secret
@@ -84,6 +55,14 @@ async def require_key(request: Request) -> None:
     token = bearer_token(request.headers.get("authorization"))
     api_key = request.app.state.calls.settings.server.api_key
     request.state.secret = authorize(token, api_key, request.app.state.client_secrets)
+
+
+async def require_key_to_end(request: Request) -> None:
+    """require_key for ending a call: the secret that made it may have expired since."""
+    token = bearer_token(request.headers.get("authorization"))
+    api_key = request.app.state.calls.settings.server.api_key
+    minted = request.app.state.client_secrets
+    request.state.secret = authorize(token, api_key, minted, expired_ok=True)
 
 
 async def require_admin(request: Request) -> None:

@@ -11,9 +11,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.api.auth import SECRET_PREFIX, bearer_token, key_matches
+from app.api.auth import bearer_token, key_matches
+from app.api.bodies import read_limited
+from app.api.callers import caller
+from app.api.errors import validation_problems
+from app.api.secret_store import SECRET_PREFIX
 from app.errors import BadRequest, NotFound, Unauthorized
 from app.realtime.session_config import PARAMS, SessionConfig, describe, to_changes
 from app.session.options import SessionOptions
@@ -22,6 +26,8 @@ from app.session.refusals import OptionError
 router = APIRouter()
 
 PAGE_SECRET_S = 600  # a page's key: long enough to connect (and reconnect) with
+# Page keys one address may mint: a page load takes one, a reconnect maybe another.
+PAGE_MINTS_PER_MINUTE, PAGE_MINT_BURST = 6, 3
 
 
 class ExpiresAfter(BaseModel):
@@ -38,14 +44,27 @@ class ClientSecretRequest(BaseModel):
     session: SessionConfig | None = None
 
 
-@router.post("/v1/realtime/client_secrets")
-async def create(body: ClientSecretRequest, request: Request) -> dict[str, Any]:
-    """Mint a client secret. Only the server's API key may: a client secret may not."""
+@router.post(
+    "/v1/realtime/client_secrets",
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/json": {"schema": ClientSecretRequest.model_json_schema()}}
+        }
+    },
+)
+async def create(request: Request) -> dict[str, Any]:
+    """Mint a client secret. Only the server's API key may: a client secret may not. The
+    key is checked before the body is read."""
     calls = request.app.state.calls
     token = bearer_token(request.headers.get("authorization"))
     api_key = calls.settings.server.api_key
     if (token or "").startswith(SECRET_PREFIX) or not key_matches(api_key, token):
         raise Unauthorized("client secrets are minted with the server's API key")
+    raw = await read_limited(request, calls.settings.limits.body_bytes)
+    try:
+        body = ClientSecretRequest.model_validate_json(raw or b"{}")
+    except ValidationError as exc:
+        raise BadRequest(validation_problems(exc)) from None
     changes = to_changes(body.session) if body.session is not None else None
     options = SessionOptions.from_settings(calls.settings)
     responder = calls.responder
@@ -61,7 +80,9 @@ async def create(body: ClientSecretRequest, request: Request) -> dict[str, Any]:
             )
         except OptionError as exc:
             raise BadRequest(f"session: {exc} ({PARAMS.get(exc.option, exc.option)})") from exc
-    value, secret = request.app.state.client_secrets.mint(body.expires_after.seconds, changes)
+    minted = request.app.state.client_secrets
+    size = len(raw) if changes is not None else 0
+    value, secret = minted.mint(body.expires_after.seconds, changes, size=size)
     return {
         "value": value,
         "expires_at": int(secret.expires_at),
@@ -73,9 +94,11 @@ async def create(body: ClientSecretRequest, request: Request) -> dict[str, Any]:
 async def for_the_page(request: Request) -> dict[str, Any]:
     """A short-lived key for the page, when the server has an API key (the page cannot
     hold it). Off unless server.page_client_secrets: it must sit behind the
-    deployment's own login, or anyone could mint keys."""
+    deployment's own login, or anyone could mint keys. Each address may mint only a
+    few a minute, and the page's keys have a quota of their own (429 beyond either)."""
     calls = request.app.state.calls
     if not calls.settings.server.page_client_secrets:
         raise NotFound("no client secrets for the page on this server")
-    value, secret = request.app.state.client_secrets.mint(PAGE_SECRET_S, None)
+    request.app.state.page_mints.take(caller(request, with_server_key=False).address or "")
+    value, secret = request.app.state.client_secrets.mint(PAGE_SECRET_S, None, kind="page")
     return {"value": value, "expires_at": int(secret.expires_at)}

@@ -12,9 +12,9 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from app.api.auth import caller_of, require_key
+from app.api.auth import caller_of, require_key, require_key_to_end
 from app.api.bodies import read_limited
-from app.api.call_rate import limit_calls
+from app.api.callers import caller_of_request
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
 from app.errors import SignallingError
@@ -22,20 +22,19 @@ from app.realtime.session_config import SessionConfig, to_changes
 from app.rtc.sdp import MAX_SDP_BYTES
 from app.session.options import OptionChanges
 
-router = APIRouter(prefix="/v1/realtime", dependencies=[Depends(require_key)])
+router = APIRouter(prefix="/v1/realtime")
 
 
 @router.post(
-    "/calls",
-    status_code=201,
-    response_class=Response,
-    dependencies=[Depends(limit_calls("webrtc"))],
+    "/calls", status_code=201, response_class=Response, dependencies=[Depends(require_key)]
 )
 async def create_call(request: Request) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)
     changes = [*secret_changes(request), *([session] if session is not None else [])]
-    answer, session_id = await calls_of(request).open_webrtc(sdp, changes, owner=caller_of(request))
+    answer, session_id = await calls_of(request).open_webrtc(
+        sdp, changes, owner=caller_of(request), caller=caller_of_request(request)
+    )
     return Response(
         answer,
         status_code=201,
@@ -44,12 +43,12 @@ async def create_call(request: Request) -> Response:
     )
 
 
-@router.post("/calls/{call_id}/hangup")
+@router.post("/calls/{call_id}/hangup", dependencies=[Depends(require_key_to_end)])
 async def hang_up(call_id: str, request: Request) -> Response:
     return await _end(call_id, request)
 
 
-@router.delete("/calls/{call_id}")
+@router.delete("/calls/{call_id}", dependencies=[Depends(require_key_to_end)])
 async def delete_call(call_id: str, request: Request) -> Response:
     return await _end(call_id, request)
 

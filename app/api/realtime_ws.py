@@ -16,7 +16,7 @@ from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
 from app.api.auth import authorize, chosen_subprotocol, websocket_token
-from app.api.call_rate import take_call
+from app.api.callers import caller
 from app.api.origins import origin_allowed
 from app.calls import CallManager
 from app.errors import (
@@ -69,9 +69,9 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
             )
         return
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
+    who = caller(websocket, with_server_key=bool(server.api_key) and secret is None)
     try:
-        take_call(websocket, "websocket")
-        await calls.serve_websocket(websocket, changes, owner=secret)
+        await calls.serve_websocket(websocket, changes, owner=secret, caller=who)
     except RateLimited as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except SessionLimitReached as exc:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
-from app.api.call_rate import limit_calls
+from app.api.callers import caller_of_request
 from app.api.errors import validation_problems
 from app.calls import CallManager
 from app.errors import BadRequest
@@ -44,7 +44,7 @@ def secret_changes(request: Request) -> list[OptionChanges]:
 @router.post(
     "/offer",
     response_model=AnswerResponse,
-    dependencies=[Depends(require_key), Depends(limit_calls("webrtc"))],
+    dependencies=[Depends(require_key)],
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -62,6 +62,9 @@ async def offer(request: Request) -> AnswerResponse:
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
     answer, session_id = await calls_of(request).open_webrtc(
-        body.sdp, secret_changes(request), owner=caller_of(request)
+        body.sdp,
+        secret_changes(request),
+        owner=caller_of(request),
+        caller=caller_of_request(request),
     )
     return AnswerResponse(sdp=answer, session_id=session_id)

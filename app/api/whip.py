@@ -15,9 +15,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from app.api.auth import caller_of, require_key
+from app.api.auth import caller_of, require_key, require_key_to_end
 from app.api.bodies import read_limited
-from app.api.call_rate import limit_calls
+from app.api.callers import caller_of_request
 from app.api.errors import error_body
 from app.api.signalling import calls_of, secret_changes
 from app.config import ServerSettings
@@ -25,7 +25,7 @@ from app.rtc.peer import RtcPeer
 from app.rtc.sdp import MAX_SDP_BYTES
 from app.rtc.trickle import parse_fragment
 
-router = APIRouter(prefix="/whip", dependencies=[Depends(require_key)])
+router = APIRouter(prefix="/whip")
 
 SDP = "application/sdp"
 SDP_FRAGMENT = "application/trickle-ice-sdpfrag"
@@ -33,7 +33,7 @@ MAX_FRAGMENT_BYTES = 16 * 1024
 VIA = "whip"
 
 
-@router.post("", status_code=201, response_class=Response, dependencies=[Depends(limit_calls(VIA))])
+@router.post("", status_code=201, response_class=Response, dependencies=[Depends(require_key)])
 async def publish(request: Request) -> Response:
     """201 answer; 400 bad SDP, 401 bad key, 413 too large, 415 not SDP, 503 pool full."""
     if (refused := _wrong_type(request, SDP)) is not None:
@@ -41,7 +41,11 @@ async def publish(request: Request) -> Response:
     offer = (await read_limited(request, MAX_SDP_BYTES)).decode("utf-8", errors="replace")
     calls = calls_of(request)
     answer, session_id = await calls.open_webrtc(
-        offer, secret_changes(request), via=VIA, owner=caller_of(request)
+        offer,
+        secret_changes(request),
+        via=VIA,
+        owner=caller_of(request),
+        caller=caller_of_request(request),
     )
     response = Response(answer, status_code=201, media_type=SDP)
     response.headers["Location"] = f"/whip/{session_id}"
@@ -52,7 +56,7 @@ async def publish(request: Request) -> Response:
     return response
 
 
-@router.patch("/{call_id}", response_class=Response)
+@router.patch("/{call_id}", response_class=Response, dependencies=[Depends(require_key)])
 async def trickle(call_id: str, request: Request) -> Response:
     """204 candidates added; 404 no such call, 412 stale If-Match, 415 not a fragment,
     422 an ICE restart, 400 a malformed fragment."""
@@ -70,7 +74,7 @@ async def trickle(call_id: str, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.delete("/{call_id}", response_class=Response)
+@router.delete("/{call_id}", response_class=Response, dependencies=[Depends(require_key_to_end)])
 async def stop(call_id: str, request: Request) -> Response:
     """200 ended, its slot free; 404 no such call."""
     calls = calls_of(request)

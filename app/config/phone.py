@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
-from pydantic_settings import NoDecode
 
-from app.config.server import check_networks, split_csv
+from app.config.server import CsvList, check_networks, split_csv
 
 
 class SipSettings(BaseModel):
@@ -22,7 +21,7 @@ class SipSettings(BaseModel):
         description="The address callers reach us at, put in SDP and Contact (behind NAT). "
         "Empty: the local address the caller's packets arrived on.",
     )
-    allow: Annotated[list[str], NoDecode] = Field(
+    allow: CsvList = Field(
         default_factory=list,
         description="Source networks that may call (comma separated CIDRs, e.g. "
         "10.0.0.0/8,203.0.113.7/32); others get 403. Empty: any.",

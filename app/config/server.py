@@ -9,6 +9,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import NoDecode
 
+# A list setting whose environment value is comma separated, not JSON (NoDecode).
+CsvList = Annotated[list[str], NoDecode]
+
 
 def split_csv(value: Any) -> Any:
     """A list setting given as text (a flag, an environment value): comma separated."""
@@ -27,8 +30,7 @@ def check_networks(value: list[str]) -> list[str]:
 class ServerSettings(BaseModel):
     host: str = Field("127.0.0.1", description="Interface to bind.")
     port: int = Field(8000, ge=1, le=65535, description="TCP port for HTTP and signalling.")
-    # NoDecode: the env value is a comma-separated list, not JSON.
-    ice_servers: Annotated[list[str], NoDecode] = Field(
+    ice_servers: CsvList = Field(
         default_factory=list,
         description="STUN/TURN URLs used by the server and advertised to the page "
         "(comma separated). Empty means host candidates only, which suits a LAN or localhost.",
@@ -63,13 +65,19 @@ class ServerSettings(BaseModel):
         "it, and /v1/pool, /v1/stats and /v1/usage need it (README: the route table). Empty: "
         "every route is open, for a trusted network only.",
     )
-    # NoDecode: the env value is a comma-separated list, not JSON.
-    allowed_origins: Annotated[list[str], NoDecode] = Field(
+    allowed_origins: CsvList = Field(
         default_factory=list,
         description="Web origins (scheme://host:port, comma separated; * for any) whose pages "
         "may use this server (open the Realtime WebSocket, make, change and end calls, and "
         "read the answers: CORS), besides this server's own. Clients that are not browsers "
         "send no Origin and are not affected.",
+    )
+    allowed_hosts: CsvList = Field(
+        default_factory=list,
+        description="Host names this server answers to besides IP addresses and localhost "
+        "(comma separated, e.g. voice.example.com; * for any): a request naming another "
+        "Host gets 400, so a page cannot reach the server through a DNS name its owner "
+        "points here (DNS rebinding). List every name clients use to reach it.",
     )
     metrics_need_key: bool = Field(
         False,
@@ -106,7 +114,7 @@ class ServerSettings(BaseModel):
             entries.append(entry)
         return entries
 
-    @field_validator("ice_servers", "allowed_origins", mode="before")
+    @field_validator("ice_servers", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
         return split_csv(value)
@@ -115,7 +123,10 @@ class ServerSettings(BaseModel):
 class PoolSettings(BaseModel):
     max_sessions: int = Field(4, ge=1, le=1024, description="Concurrent conversations (slots).")
     connect_timeout_s: float = Field(
-        15.0, gt=0, description="A peer that has not connected by then frees its slot."
+        8.0,
+        gt=0,
+        description="A peer that has not connected (ICE and DTLS done, a SIP call ACKed) "
+        "by then frees its slot.",
     )
     retry_after_s: int = Field(
         2, ge=1, description="Retry-After sent with 503 when every slot is busy."
@@ -154,7 +165,7 @@ class LimitsSettings(BaseModel):
         "with Retry-After beyond, or a WebSocket error then close 1008). 0: no limit. "
         "Behind a proxy every call comes from its address: set it for the proxy's share.",
     )
-    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+    trusted_proxies: CsvList = Field(
         default_factory=list,
         description="Networks of the proxies in front (comma separated CIDRs, e.g. "
         "10.0.0.0/8): a request from one is counted against the client X-Forwarded-For "
@@ -164,6 +175,16 @@ class LimitsSettings(BaseModel):
     call_burst: int = Field(
         20, ge=1, description="New calls one address may make at once before that rate applies."
     )
+    address_slots: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="The share of the slots one client address (an IPv6 /64) may hold at "
+        "once, rounded up: 0.5 lets it hold 2 of 4 (429 beyond, or its transport's "
+        "refusal). 1: no limit. Calls made with the server's own API key, and phone calls "
+        "from a vouched source (sip.allow, SIP digest, a Twilio signature) are not held "
+        "to it: one such address carries many callers.",
+    )
     event_bytes: int = Field(
         256 * 1024,
         ge=16 * 1024,
@@ -172,14 +193,37 @@ class LimitsSettings(BaseModel):
         "beyond); 256 KiB is what the channel takes in one message.",
     )
     ws_message_bytes: int = Field(
-        21 * 1024 * 1024,
+        4 * 1024 * 1024,
         ge=1024 * 1024,
         le=64 * 1024 * 1024,
-        description="The largest Realtime WebSocket message: 21 MiB carries OpenAI's 15 MiB "
-        "of audio in one input_audio_buffer.append (error invalid_message beyond).",
+        description="The largest Realtime WebSocket message (error invalid_message beyond): "
+        "4 MiB carries an append of append_audio_s (60 s) of 24 kHz pcm16 in base64. "
+        "uvicorn reads a message whole before the app sees it, so this is also what one "
+        "message can cost in memory.",
+    )
+    append_audio_s: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="The most audio one input_audio_buffer.append may carry, in seconds "
+        "(error invalid_audio beyond; nothing of it is taken). It reaches the turn "
+        "detector a second at a time, other calls served in between.",
     )
     instructions_chars: int = Field(
         65_536, ge=1, description="The longest instructions a session may be given."
+    )
+    item_chars: int = Field(
+        65_536,
+        ge=1,
+        description="The longest text of one conversation item a client adds "
+        "(conversation.item.create: a message, or a function call's output).",
+    )
+    history_chars: int = Field(
+        1_048_576,
+        ge=1,
+        description="The most text a session's conversation may hold, what clients added and "
+        "what was said: an item that would pass it is refused (error conversation_full) "
+        "until items are deleted or grow old enough to be forgotten.",
     )
     tools: int = Field(128, ge=0, description="The most function tools a session may have.")
     tool_bytes: int = Field(

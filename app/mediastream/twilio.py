@@ -17,6 +17,7 @@ import base64
 import binascii
 import json
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,10 @@ FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1}
 TELNYX_LAWS: dict[str, g711.Law] = {"PCMU": "ulaw", "PCMA": "alaw"}
 CALLERS_TRACK = (None, "inbound", "inbound_track")  # both_tracks would also send ours
 UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
+# A carrier sends 20 ms a message (about 250 bytes); this is seconds of audio. Larger
+# messages are refused (the stream closes) before they are parsed.
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_ID_CHARS = 64  # a stream's id, as kept, logged and echoed on every message we send
 
 
 class BadStreamMessage(ValueError):
@@ -55,6 +60,7 @@ class TwilioDialect:
         self._session: Session | None = None
         self._playout: MarkedPlayout | None = None
         self._inbound = Resampler(INBOUND_RATE)
+        self.last_media_at: float | None = None  # the caller's audio: a stream sends it always
 
     def attach(self, session: Session, playout: MarkedPlayout) -> None:
         self._session, self._playout = session, playout
@@ -73,6 +79,8 @@ class TwilioDialect:
 
     def parse(self, data: str | bytes) -> None:
         """Act on one message; BadStreamMessage for one that is not Twilio's."""
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise BadStreamMessage(f"a message of {len(data)} bytes (at most {MAX_MESSAGE_BYTES})")
         try:
             event = json.loads(data)
             kind = event["event"]
@@ -82,8 +90,12 @@ class TwilioDialect:
             self._handle(kind, event)
         except BadStreamMessage:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
-            raise BadStreamMessage(f"a malformed {kind!r} message: {exc!r}") from exc
+        except (
+            KeyError, TypeError, ValueError, AttributeError, OverflowError, binascii.Error
+        ) as exc:  # fmt: skip
+            raise BadStreamMessage(
+                f"a malformed {str(kind)[:40]!r} message: {exc!r}"[:200]
+            ) from exc
 
     def _handle(self, kind: str, event: dict[str, Any]) -> None:
         assert self._session is not None and self._playout is not None
@@ -99,6 +111,7 @@ class TwilioDialect:
                     return
                 encoded = base64.b64decode(event["media"]["payload"], validate=True)
                 pcm8k = np.frombuffer(g711.decode(encoded, self.law), dtype=np.int16)
+                self.last_media_at = time.monotonic()
                 self._session.push_audio(self._inbound.pcm(pcm8k, RATE))
             case "mark":
                 self._playout.mark_echoed(str(event["mark"]["name"]))
@@ -127,13 +140,13 @@ class TwilioDialect:
             ):
                 raise BadStreamMessage(f"unsupported audio {fmt}: only PCMU or PCMA, 8000 Hz, mono")
             self.law, self._id_key = law, "stream_id"
-            self.stream_sid = str(event.get("stream_id") or start["stream_id"])
+            self.stream_sid = _stream_id(event.get("stream_id") or start["stream_id"])
         else:
             fmt = start.get("mediaFormat", FORMAT)
             if {k: fmt.get(k) for k in FORMAT} != FORMAT:
                 raise BadStreamMessage(f"unsupported audio {fmt}: only {FORMAT}")
-            self.stream_sid = str(start.get("streamSid") or event["streamSid"])
-        call = start.get("callSid") or start.get("call_control_id")
+            self.stream_sid = _stream_id(start.get("streamSid") or event["streamSid"])
+        call = str(start.get("callSid") or start.get("call_control_id"))[:MAX_ID_CHARS]
         log.info("media stream %s started (call %s, %s)", self.stream_sid, call, self.law,
                  extra={"session_id": self.session_id})  # fmt: skip
 
@@ -160,3 +173,12 @@ class TwilioDialect:
     def call_ended(self, code: str, message: str) -> None:
         log.info("media stream %s ends: %s", self.stream_sid, code,
                  extra={"session_id": self.session_id})  # fmt: skip
+
+
+def _stream_id(value: object) -> str:
+    """A stream's id as the carrier gave it: text, and no longer than any carrier's."""
+    if not isinstance(value, str | int) or not str(value):
+        raise BadStreamMessage(f"a stream id that is not text: {str(value)[:40]!r}")
+    if len(str(value)) > MAX_ID_CHARS:
+        raise BadStreamMessage(f"a stream id of {len(str(value))} characters")
+    return str(value)

@@ -8,10 +8,12 @@ session's typed messages go out as GA server events.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,9 +43,9 @@ from app.session.session import Session
 
 log = logging.getLogger(__name__)
 
-# OpenAI's own cap on one input_audio_buffer.append.
-MAX_APPEND_BYTES = 15 * 1024 * 1024
 INBOUND_RATE = 16_000
+# An append reaches the turn detector a second at a time.
+APPEND_STEP_BYTES = INBOUND_RATE * 2
 
 # Each refusal's error code, and the field it is about.
 REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
@@ -56,9 +58,18 @@ REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
     refusals.ItemInUse: ("invalid_value", "item_id"),
     refusals.BadTruncation: ("invalid_value", "audio_end_ms"),
     refusals.CannotAnswerText: ("unsupported_in_echo_mode", None),
+    refusals.ItemTooLong: ("invalid_value", "item.content"),
+    refusals.ConversationFull: ("conversation_full", "item"),
 }
 
 LAWS: dict[str, g711.Law] = {"audio/pcmu": "ulaw", "audio/pcma": "alaw"}
+# What a client does that keeps its session from idling out, once done: speaking (the
+# turn detector's to say), and these. Clearing the buffer, changing the session or
+# reading items back is not: a client doing only that would hold its slot for ever.
+ACTIVITY = (
+    cmd.InputAudioCommit, cmd.ItemCreate, cmd.ResponseCreate, cmd.ResponseCancel,
+    cmd.OutputAudioClear,
+)  # fmt: skip
 # Messages about the WebRTC track's playout.
 PLAYOUT = (ReplyAudioStarted, ReplyAudioStopped, ReplyAudioCleared)
 
@@ -74,10 +85,14 @@ class EventChannel(Protocol):
 
 
 class RealtimeDialect:
-    def __init__(self, channel: EventChannel, *, model: str, webrtc: bool) -> None:
+    def __init__(
+        self, channel: EventChannel, *, model: str, webrtc: bool, max_append_s: float = 60.0
+    ) -> None:
         """`webrtc`: the audio goes on a WebRTC track, so the client hears about its
-        playout (`output_audio_buffer.*`); over a WebSocket the audio is in the events."""
+        playout (`output_audio_buffer.*`); over a WebSocket the audio is in the events.
+        `max_append_s`: the most audio one input_audio_buffer.append may carry."""
         self._channel = channel
+        self._max_append_s = max_append_s
         self._watchers: list[EventChannel] = []  # sideband controllers of this call
         self._model = model
         self._webrtc = webrtc
@@ -116,6 +131,17 @@ class RealtimeDialect:
     def receive(self, data: str | bytes, source: EventChannel | None = None) -> None:
         """One message from the client (or from a sideband controller, `source`): handled
         now; what it changes is told to everyone, a refusal only to the sender."""
+        for _ in self._receive(data, source):
+            pass
+
+    async def receive_in_steps(self, data: str | bytes, source: EventChannel | None = None) -> None:
+        """receive(), with the event loop's other work let in between the steps of a long
+        append's audio; the client's next message waits for the last step."""
+        for _ in self._receive(data, source):
+            await asyncio.sleep(0)
+
+    def _receive(self, data: str | bytes, source: EventChannel | None) -> Iterator[None]:
+        """Handles one message; yields between the steps of an append's audio."""
         sender = source or self._channel
         event, problem = _decode(data, sender.max_message_bytes)
         if problem is not None:
@@ -124,11 +150,13 @@ class RealtimeDialect:
         assert event is not None
         try:
             command = cmd.parse(event)
-            # Audio is activity when it is speech (the turn detector says so), or a
-            # client streaming silence would keep its slot for ever.
-            if not isinstance(command, cmd.InputAudioAppend):
-                self.session.touch()
-            self._handle(command)
+            if isinstance(command, cmd.InputAudioAppend):
+                # Audio is activity when it is speech (the turn detector says so).
+                yield from self._append(command.audio)
+            else:
+                self._handle(command)
+                if isinstance(command, ACTIVITY):
+                    self.session.touch()
         except cmd.BadEvent as exc:
             self._refuse(sender, str(exc), exc.code, exc.param, event)
         except refusals.OptionError as exc:
@@ -184,8 +212,6 @@ class RealtimeDialect:
                 session.configure(to_changes(config))
                 self._use_formats(*formats(config))
                 self._send(events.session_updated(self._describe()))
-            case cmd.InputAudioAppend(audio=audio):
-                session.push_audio(self._pcm16k(audio))
             case cmd.InputAudioCommit():
                 session.commit_input()
             case cmd.InputAudioClear():
@@ -210,22 +236,38 @@ class RealtimeDialect:
             case cmd.OutputAudioClear():
                 session.clear_output()
 
+    def _append(self, audio: str) -> Iterator[None]:
+        """An append's audio to the turn detector, a step at a time: a minute of it is a
+        few thousand VAD frames, which in one go would hold up every other call."""
+        pcm = self._pcm16k(audio)  # all of it refused, or none
+        for offset in range(0, len(pcm), APPEND_STEP_BYTES):
+            if offset:
+                yield
+            self.session.push_audio(pcm[offset : offset + APPEND_STEP_BYTES])
+
     def _pcm16k(self, audio: str) -> bytes:
         """An append's base64 audio, in the input format, as the 16 kHz PCM every
-        transport hands in."""
+        transport hands in; at most max_append_s of it."""
+        law = LAWS.get(self._formats[0])
+        rate = g711.RATE if law is not None else RATE
+        bytes_per_s = rate * (1 if law is not None else 2)
+        # Sized from the text before it is decoded: base64 is 4 characters for 3 bytes.
+        seconds = len(audio) * 3 / 4 / bytes_per_s
+        if seconds > self._max_append_s + 0.1:
+            raise _bad_audio(
+                f"an append of {seconds:.1f} s of audio; at most {self._max_append_s:g} s in "
+                "one (limits.append_audio_s): send it in smaller appends"
+            )
         try:
             data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise _bad_audio(f"audio is not valid base64: {exc}") from exc
-        if len(data) > MAX_APPEND_BYTES:
-            raise _bad_audio(f"audio is over {MAX_APPEND_BYTES} bytes")
-        law = LAWS.get(self._formats[0])
         if law is not None:
-            pcm, rate = g711.decode(data, law), g711.RATE
+            pcm = g711.decode(data, law)
         elif len(data) % 2:
             raise _bad_audio("audio has an odd number of bytes: expected pcm16 (2 bytes a sample)")
         else:
-            pcm, rate = data, RATE
+            pcm = data
         if self._appended is None:
             self._appended = Resampler(INBOUND_RATE)
         return self._appended.pcm(np.frombuffer(pcm, dtype=np.int16), rate)

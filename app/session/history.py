@@ -182,6 +182,14 @@ class History:
             (m for m in self._messages if m.call is not None and m.call.call_id == call_id), None
         )
 
+    @property
+    def chars(self) -> int:
+        """The text it holds, every message's (a tool call's arguments included)."""
+        return sum(
+            len(m.content) + (len(m.call.arguments) if m.call is not None else 0)
+            for m in self._messages
+        )
+
     def messages(self) -> list[Message]:
         return list(self._messages)
 

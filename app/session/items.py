@@ -6,27 +6,57 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from app.config import LimitsSettings
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.history import History, Message
-from app.session.refusals import BadTruncation, ItemExists, ItemInUse, UnknownItem
+from app.session.refusals import (
+    BadTruncation,
+    ConversationFull,
+    ItemExists,
+    ItemInUse,
+    ItemTooLong,
+    UnknownItem,
+)
 from app.session.reply import Emit, Reply
 
 
 class Items:
-    def __init__(self, history: History, emit: Emit, reply: Callable[[], Reply | None]) -> None:
-        """`reply`: the reply the user may be hearing now, if any."""
+    def __init__(
+        self,
+        history: History,
+        emit: Emit,
+        reply: Callable[[], Reply | None],
+        limits: LimitsSettings | None = None,
+    ) -> None:
+        """`reply`: the reply the user may be hearing now, if any. `limits`: how much
+        text an item, and the whole conversation, may hold."""
         self._history = history
         self._emit = emit
         self._reply = reply
+        self._limits = limits or LimitsSettings()
+
+    def _check_room(self, item_id: str, text: str) -> None:
+        if self._history.find(item_id) is not None:
+            raise ItemExists(f"item id {item_id!r} is already in the conversation")
+        if len(text) > self._limits.item_chars:
+            raise ItemTooLong(
+                f"an item of {len(text)} characters; at most {self._limits.item_chars} "
+                "(limits.item_chars)"
+            )
+        held = self._history.chars
+        if held + len(text) > self._limits.history_chars:
+            raise ConversationFull(
+                f"the conversation holds {held} characters, and this item would pass the "
+                f"{self._limits.history_chars} it may (limits.history_chars): delete items first"
+            )
 
     def add(
         self, role: Literal["user", "assistant", "system"], text: str, item_id: str | None = None
     ) -> None:
         """Add a typed message to the conversation."""
         item_id = item_id or new_id("item")
-        if self._history.find(item_id) is not None:
-            raise ItemExists(f"item id {item_id!r} is already in the conversation")
+        self._check_room(item_id, text)
         previous = self._history.last_item_id
         self._history.add(Message(role, text, item_id))
         self._emit(msg.TextItemAdded(item_id, role, text, previous))
@@ -34,8 +64,7 @@ class Items:
     def add_tool_output(self, call_id: str, output: str, item_id: str | None = None) -> None:
         """The client's answer to a tool the agent called; create_response() to go on."""
         item_id = item_id or new_id("item")
-        if self._history.find(item_id) is not None:
-            raise ItemExists(f"item id {item_id!r} is already in the conversation")
+        self._check_room(item_id, output)
         if self._history.find_call(call_id) is None:
             raise UnknownItem(f"no function call with call_id {call_id!r}")
         previous = self._history.last_item_id

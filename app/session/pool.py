@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.errors import SessionLimitReached
+from app.errors import AddressLimitReached, SessionLimitReached
 
 log = logging.getLogger(__name__)
 
@@ -22,18 +22,23 @@ class SlotState(StrEnum):
     QUARANTINED = "quarantined"
 
 
+# The states a client's call holds a slot in (a quarantined slot holds no call).
+LIVE = (SlotState.CONNECTING, SlotState.ACTIVE, SlotState.DRAINING)
+
+
 @dataclass(slots=True)
 class Slot:
     index: int
     state: SlotState = SlotState.IDLE
     session_id: str | None = None
     transport: str | None = None  # how the call reached us: webrtc, whip, websocket, ...
+    client: str | None = None  # who made the call, when its share of slots is capped
     since: float = field(default_factory=time.monotonic)
 
     def move(self, state: SlotState, session_id: str | None = None) -> None:
         self.state = state
         if state is SlotState.IDLE:
-            self.session_id = self.transport = None
+            self.session_id = self.transport = self.client = None
         else:
             self.session_id = session_id
         self.since = time.monotonic()
@@ -57,15 +62,23 @@ class SlotPool:
     def has_free(self) -> bool:
         return any(slot.state is SlotState.IDLE for slot in self._slots)
 
-    def claim(self, session_id: str, transport: str) -> Slot:
+    def claim(
+        self, session_id: str, transport: str, client: str | None = None, client_slots: int = 0
+    ) -> Slot:
         """Take an idle slot or raise SessionLimitReached. No await: atomic on the loop.
 
-        Only idle slots are handed out: never one still draining or quarantined.
+        Only idle slots are handed out: never one still draining or quarantined. With
+        `client_slots`, `client` may hold at most that many (AddressLimitReached).
         """
+        if client is not None and client_slots:
+            held = sum(s.client == client and s.state in LIVE for s in self._slots)
+            if held >= client_slots:
+                raise AddressLimitReached(client, client_slots, self.retry_after_s)
         for slot in self._slots:
             if slot.state is SlotState.IDLE:
                 slot.move(SlotState.CONNECTING, session_id)
                 slot.transport = transport
+                slot.client = client if client_slots else None
                 return slot
         raise SessionLimitReached(self.size, self.retry_after_s)
 

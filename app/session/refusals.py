@@ -49,3 +49,11 @@ class BadTruncation(Refused):
 
 class CannotAnswerText(Refused):
     """This agent only answers speech (echo)."""
+
+
+class ItemTooLong(Refused):
+    """An item's text over limits.item_chars."""
+
+
+class ConversationFull(Refused):
+    """The conversation holds limits.history_chars of text already."""

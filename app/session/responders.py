@@ -251,6 +251,9 @@ class Progress:
         await self._caught_up.wait()
 
 
+ECHO_PIECE_SAMPLES = 16_000
+
+
 class EchoResponder:
     """Plays each utterance back: a media-path check with no models."""
 
@@ -261,7 +264,11 @@ class EchoResponder:
         return None
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
-        yield Piece("", Speech(np.frombuffer(request.heard, dtype=np.int16), 16_000))
+        # A second at a time, as speech is synthesized: the reply's resampler then never
+        # holds buffers for a whole 30 s utterance (tens of MB of native memory each).
+        samples = np.frombuffer(request.heard, dtype=np.int16)
+        for start in range(0, max(len(samples), 1), ECHO_PIECE_SAMPLES):
+            yield Piece("", Speech(samples[start : start + ECHO_PIECE_SAMPLES], 16_000))
 
     async def say(self, text: str, voice: str, speed: float) -> Speech | None:
         return None

@@ -94,7 +94,7 @@ class Session:
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
         self.usage = Usage()
-        self.items = Items(self.history, emit, lambda: self.reply)
+        self.items = Items(self.history, emit, lambda: self.reply, settings.limits)
         callbacks = TurnCallbacks(
             started=self._speech_started,
             paused=self._speculate,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
@@ -29,13 +29,21 @@ MAX_MESSAGE_BYTES = 21 * 1024 * 1024
 
 
 class WsTransport:
-    watches_media = False  # a text-only client sends no audio, and that is fine
-
     def __init__(
-        self, websocket: WebSocket, session_id: str, *, max_message_bytes: int = MAX_MESSAGE_BYTES
+        self,
+        websocket: WebSocket,
+        session_id: str,
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        heard_at: Callable[[], float | None] | None = None,
     ) -> None:
-        """`max_message_bytes`: the largest client message taken (limits.ws_message_bytes)."""
+        """`max_message_bytes`: the largest client message taken (limits.ws_message_bytes).
+        `heard_at`: when the client's audio last came, for a client that always sends it
+        (a carrier's media stream): silence on the socket then means it is gone. A
+        Realtime client may talk in text alone, and that is fine."""
         self.max_message_bytes = max_message_bytes
+        self.watches_media = heard_at is not None
+        self._heard_at = heard_at
         self._ws = websocket
         self.session_id = session_id
         self.ended = asyncio.Event()
@@ -46,7 +54,9 @@ class WsTransport:
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
 
-    def start(self, on_message: Callable[[str | bytes], None]) -> None:
+    def start(self, on_message: Callable[[str | bytes], Awaitable[None] | None]) -> None:
+        """`on_message` gets each client message; the next is read once it returns, or
+        once what it returns is done (backpressure for a message that takes a while)."""
         self._writer = spawn(self._write(), f"{self.session_id}:ws-write")
         self._reader = spawn(self._read(on_message), f"{self.session_id}:ws-read")
 
@@ -54,7 +64,7 @@ class WsTransport:
         return not self.ended.is_set()  # accepted before the session existed
 
     def last_input_at(self) -> float | None:
-        return None
+        return self._heard_at() if self._heard_at is not None else None
 
     def send_text(self, text: str, *, droppable: bool = False) -> None:
         """`droppable` is not used: every message waits its turn in the outbox."""
@@ -103,14 +113,16 @@ class WsTransport:
         except (WebSocketDisconnect, RuntimeError, OSError):
             self._end()
 
-    async def _read(self, on_message: Callable[[str | bytes], None]) -> None:
+    async def _read(self, on_message: Callable[[str | bytes], Awaitable[None] | None]) -> None:
         try:
             while True:
                 message = await self._ws.receive()
                 if message["type"] == "websocket.disconnect":
                     break
                 data = message.get("text")
-                on_message(data if data is not None else message.get("bytes") or b"")
+                handled = on_message(data if data is not None else message.get("bytes") or b"")
+                if handled is not None:
+                    await handled
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         finally:

@@ -3,6 +3,7 @@ key, used as a Bearer on calls and the WebSocket, carrying their session config.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import pytest
 import websockets
 from openai import AsyncOpenAI
 
-from app.api.auth import ClientSecrets
+from app.api.secret_store import QUOTAS, SESSION_BYTES, ClientSecrets, QuotaFull
 from clients import AgentClient
 from tests.support.server import ServerProcess
 
@@ -102,14 +103,88 @@ async def test_the_page_can_get_a_key_where_the_operator_allows_it(
         await peer.close()
 
 
-def test_secrets_expire_and_the_store_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secrets_expire_and_a_full_quota_refuses_rather_than_evicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     now = [1000.0]
     monkeypatch.setattr(time, "time", lambda: now[0])
-    store = ClientSecrets()
+    store = ClientSecrets(retire_s=100)
     value, secret = store.mint(10, None)
     assert store.find(value) is secret and secret.expires_at == 1010
     now[0] = 1010.0
     assert store.find(value) is None, "expired"
-    monkeypatch.setattr("app.api.auth.MAX_SECRETS", 3)
-    values = [store.mint(60 + n, None)[0] for n in range(5)]
-    assert [store.find(v) is not None for v in values] == [False, False, True, True, True]
+    # An expired secret may still end the calls it made, for as long as one may last.
+    assert store.find(value, expired_ok=True) is secret
+    monkeypatch.setitem(QUOTAS, "page", 3)
+    pages = [store.mint(60 + n, None, kind="page")[0] for n in range(3)]
+    with pytest.raises(QuotaFull) as full:
+        store.mint(60, None, kind="page")
+    assert full.value.retry_after_s == 60 and "3 page client secrets" in str(full.value)
+    assert all(store.find(v) is not None for v in pages), "none was pushed out"
+    # The API's secrets have a quota of their own: the page's flood does not touch it.
+    api, _ = store.mint(60, None)
+    assert store.find(api) is not None
+    # A secret's session config counts against the bytes all of them may hold.
+    with pytest.raises(QuotaFull, match="MiB of client secrets' session config"):
+        store.mint(60, None, size=SESSION_BYTES + 1)
+    now[0] = 1010.0 + 101
+    assert store.find(value, expired_ok=True) is None, "forgotten after retire_s"
+    assert store.mint(60, None, kind="page")[0], "room again once the first ones expired"
+
+
+async def test_the_key_is_checked_before_the_body_is_read(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--server-api-key", "s3cret")
+    body = b'{"session": {"instructions": "' + b"i" * 900_000 + b'"'  # malformed, and big
+    async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+        anonymous = await http.post("/v1/realtime/client_secrets", content=body,
+                                    headers={"content-type": "application/json"})  # fmt: skip
+        assert anonymous.status_code == 401, "not 400: the body is no business of a stranger"
+        keyed = await http.post("/v1/realtime/client_secrets", content=body, headers={
+            "content-type": "application/json", "Authorization": "Bearer s3cret"})  # fmt: skip
+        assert keyed.status_code == 400 and "json" in keyed.json()["error"]["message"].lower()
+
+
+async def test_page_mints_are_rate_limited_per_address(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server(
+        "--agent", "echo", "--server-api-key", "s3cret", "--server-page-client-secrets", "true"
+    )
+    async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+        answers = [await http.post("/v1/page/client_secret") for _ in range(4)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 429]
+        assert answers[-1].json()["error"]["type"] == "rate_limit_exceeded"
+        assert int(answers[-1].headers["retry-after"]) >= 1
+        # The operator's own minting is untouched by it.
+        minted = await http.post("/v1/realtime/client_secrets",
+                                 headers={"Authorization": "Bearer s3cret"})  # fmt: skip
+        assert minted.status_code == 200
+
+
+async def test_a_call_can_be_hung_up_with_its_secret_after_the_secret_expired(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    server = start_server("--agent", "echo", "--server-api-key", "s3cret")
+    async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+        minted = await http.post("/v1/realtime/client_secrets", headers={
+            "Authorization": "Bearer s3cret"}, json={"expires_after": {"seconds": 10}})  # fmt: skip
+        secret = minted.json()["value"]
+        peer = AgentClient(server.url)
+        try:
+            offer = {"sdp": await peer.offer(), "type": "offer"}
+            keyed = {"Authorization": f"Bearer {secret}"}
+            call = await http.post("/offer", json=offer, headers=keyed)
+            assert call.status_code == 200, call.text
+            await peer.accept(call.json())
+            await peer.wait_for("session.created", timeout_s=20)
+            await asyncio.sleep(max(0.0, minted.json()["expires_at"] - time.time()) + 1)
+            again = await http.post("/offer", json=offer, headers=keyed)
+            assert again.status_code == 401, "expired: no new calls"
+            hangup = await http.delete(
+                f"/v1/realtime/calls/{call.json()['session_id']}", headers=keyed
+            )
+            assert hangup.status_code == 200, hangup.text
+        finally:
+            await peer.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -261,7 +262,10 @@ async def test_with_an_auth_token_only_requests_twilio_signed_get_through(
     start_server: Callable[..., ServerProcess],
 ) -> None:
     """Signed with Twilio's own helper library, as Twilio signs its requests."""
-    server = start_server("--agent", "echo", "--twilio-auth-token", "tok3n")
+    server = start_server(
+        "--agent", "echo", "--twilio-auth-token", "tok3n",
+        "--limits-trusted-proxies", "127.0.0.2/32",
+    )  # fmt: skip
     validator = RequestValidator("tok3n")
     fields = {"CallSid": "CA1", "From": "+15550001111", "To": "+15550002222"}
     async with httpx.AsyncClient() as http:
@@ -275,18 +279,81 @@ async def test_with_an_auth_token_only_requests_twilio_signed_get_through(
         good = await http.post(f"{server.url}/twilio/voice", data=fields,
                                headers={"X-Twilio-Signature": signature})  # fmt: skip
         assert good.status_code == 200 and "<Connect>" in good.text
-        # Behind a TLS proxy Twilio signed the public https URL.
+        # Behind a TLS proxy Twilio signed the public https URL; only a trusted proxy's
+        # word on what that URL was is taken.
         proxied = validator.compute_signature("https://voice.example.com/twilio/voice", fields)
-        behind = await http.post(f"{server.url}/twilio/voice", data=fields, headers={
-            "X-Twilio-Signature": proxied, "X-Forwarded-Proto": "https",
-            "X-Forwarded-Host": "voice.example.com"})  # fmt: skip
+        forwarded = {"X-Twilio-Signature": proxied, "X-Forwarded-Proto": "https",
+                     "X-Forwarded-Host": "voice.example.com"}  # fmt: skip
+        from_anyone = await http.post(f"{server.url}/twilio/voice", data=fields,
+                                      headers=forwarded)  # fmt: skip
+        assert from_anyone.status_code == 403
+    proxy = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with httpx.AsyncClient(transport=proxy) as http:
+        behind = await http.post(f"{server.url}/twilio/voice", data=fields, headers=forwarded)
         assert behind.status_code == 200
-        assert '<Stream url="wss://voice.example.com/twilio/stream"/>' in behind.text
+        assert '<Stream url="wss://voice.example.com/twilio/stream/' in behind.text
+    # The stream: at the URL the webhook gave, with its one-time ticket, signed.
+    twiml_url = re.search(r'<Stream url="([^"]+)"', good.text)
+    assert twiml_url is not None
+    ticketed = twiml_url.group(1)
+    assert ticketed.startswith(stream_url(server) + "/")
+    for url in (stream_url(server), ticketed):
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(url):
+                pass
+        assert refused.value.response.status_code == 403, "unsigned"
+    # The bare URL's signature is the same for every call: a captured one is no key.
+    bare = {"X-Twilio-Signature": validator.compute_signature(stream_url(server), {})}
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(stream_url(server), additional_headers=bare):
+            pass
+    assert refused.value.response.status_code == 403
+    signed = {"X-Twilio-Signature": validator.compute_signature(ticketed, {})}
+    async with websockets.connect(ticketed, additional_headers=signed) as ws:
+        await Caller(ws).start()
+        await until_in_use(server.url, 1)
+        # The same ticket, signature and all, replayed: refused.
+        with pytest.raises(websockets.InvalidStatus) as replayed:
+            async with websockets.connect(ticketed, additional_headers=signed):
+                pass
+        assert replayed.value.response.status_code == 403
+
+
+async def test_with_an_api_key_streams_need_the_key_or_a_ticket(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """No Twilio token, but the server has a key: the webhook needs it (as Twilio sends a
+    URL's credentials, HTTP Basic), and the stream its ticket or the key itself."""
+    server = start_server("--agent", "echo", "--server-api-key", "k3y")
+    async with httpx.AsyncClient() as http:
+        assert (await http.post(f"{server.url}/twilio/voice")).status_code == 401
+        wrong = await http.post(f"{server.url}/twilio/voice", auth=("twilio", "nope"))
+        assert wrong.status_code == 401 and "basic" in wrong.headers["www-authenticate"].lower()
+        twiml = (await http.post(f"{server.url}/twilio/voice", auth=("twilio", "k3y"))).text
+    found = re.search(r'<Stream url="([^"]+)"', twiml)
+    assert found is not None
     with pytest.raises(websockets.InvalidStatus) as refused:
         async with websockets.connect(stream_url(server)):
             pass
-    assert refused.value.response.status_code == 403
-    signed = {"X-Twilio-Signature": validator.compute_signature(stream_url(server), {})}
-    async with websockets.connect(stream_url(server), additional_headers=signed) as ws:
+    assert refused.value.response.status_code == 403, "no credential: refused"
+    async with websockets.connect(found.group(1)) as ws:
+        await Caller(ws).start()
+        await until_in_use(server.url, 1, key="k3y")
+    await until_in_use(server.url, 0, key="k3y")
+    keyed = {"Authorization": "Bearer k3y"}  # a carrier that opens streams with the key
+    async with websockets.connect(stream_url(server), additional_headers=keyed) as ws:
+        await Caller(ws).start()
+        await until_in_use(server.url, 1, key="k3y")
+
+
+async def test_a_stream_that_sends_no_audio_is_gone_at_the_media_timeout(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """A carrier sends the caller's audio all the time, silence included: a stream that
+    sends none held its slot until the 300 s idle timeout."""
+    server = start_server("--agent", "echo", "--pool-media-timeout-s", "1")
+    async with websockets.connect(stream_url(server)) as ws:
         await Caller(ws).start()
         await until_in_use(server.url, 1)
+        await asyncio.wait_for(ws.wait_closed(), 15)
+    await until_in_use(server.url, 0)

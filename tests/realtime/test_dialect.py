@@ -420,3 +420,77 @@ async def test_g711_in_and_out_on_a_socket() -> None:
     assert abs(len(base64.b64decode(delta["delta"])) - 800) <= 16
     client.assert_sdk_parses()
     await client.session.close()
+
+
+async def test_an_append_is_bounded_in_seconds_and_fed_in_steps_that_yield() -> None:
+    client = Client(webrtc=False)
+    client.wire.max_message_bytes = 4 * 1024 * 1024  # a WebSocket's
+    manual = {"type": "session.update", "session": {"audio": {"input": {"turn_detection": None}}}}
+    client.send(manual)
+    pcm = base64.b64encode(bytes(2 * 24_000 * 61)).decode()  # 61 s of 24 kHz pcm16
+    client.send({"type": "input_audio_buffer.append", "audio": pcm})
+    error = client.of("error")[-1]["error"]
+    assert (error["code"], error["param"]) == ("invalid_audio", "audio")
+    assert "61.0 s" in error["message"] and "limits.append_audio_s" in error["message"]
+    assert client.session.usage.audio_in_samples == 0, "none of it was taken"
+    # μ-law is counted by its own rate: 61 s of it is 488 KB, and refused too.
+    client.send({"type": "session.update", "session": {"audio": {"input": {
+        "format": {"type": "audio/pcmu"}}}}})  # fmt: skip
+    ulaw = base64.b64encode(bytes(8_000 * 61)).decode()
+    client.send({"type": "input_audio_buffer.append", "audio": ulaw})
+    assert client.errors()[-1] == "invalid_audio"
+    # What fits is taken a second at a time, the loop let in between the steps.
+    ulaw = base64.b64encode(g711.encode(noise(10_000), "ulaw")[: 8_000 * 10]).decode()
+    event = json.dumps({"type": "input_audio_buffer.append", "audio": ulaw})
+    ticks = 0
+
+    async def ticking() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(ticking())
+    await asyncio.sleep(0)
+    await client.dialect.receive_in_steps(event)
+    ticker.cancel()
+    assert ticks >= 9, f"the loop ran {ticks} times during 10 steps"
+    assert 9.9 < client.session.usage.audio_in_samples / 16_000 < 10.1
+    await client.session.close()
+
+
+async def test_clearing_the_buffer_or_updating_the_session_is_no_activity() -> None:
+    """A client doing only that every few seconds held its slot for ever."""
+    client = Client(webrtc=False)
+    client.session.last_active_at = 0.0
+    client.send({"type": "input_audio_buffer.clear"})
+    client.send({"type": "session.update", "session": {"instructions": "Hi"}})
+    client.send({"type": "conversation.item.retrieve", "item_id": "nope"})
+    client.send({"type": "input_audio_buffer.append", "audio": base64.b64encode(
+        bytes(4800)).decode()})  # fmt: skip
+    assert client.session.last_active_at == 0.0
+    client.send(create_user_text("Hello"))
+    assert client.session.last_active_at > 0.0, "a message the client adds is activity"
+    await client.session.close()
+
+
+async def test_items_and_the_conversation_have_bounds_in_characters() -> None:
+    client = Client()
+    client.wire.max_message_bytes = 4 * 1024 * 1024  # a WebSocket's
+    limits = client.session._settings.limits  # noqa: SLF001 - the defaults it was made with
+    client.send(create_user_text("x" * (limits.item_chars + 1)))
+    error = client.of("error")[-1]["error"]
+    assert (error["code"], error["param"]) == ("invalid_value", "item.content")
+    assert "limits.item_chars" in error["message"]
+    for _ in range(limits.history_chars // limits.item_chars):
+        client.send(create_user_text("y" * limits.item_chars))
+    assert client.errors() == ["invalid_value"], "up to the conversation's bound, taken"
+    client.send(create_user_text("one more"))
+    assert client.errors()[-1] == "conversation_full"
+    # Deleting makes room again.
+    first = client.session.history.messages()[0].item_id
+    client.send({"type": "conversation.item.delete", "item_id": first})
+    client.send(create_user_text("one more"))
+    assert client.errors()[-1] == "conversation_full" and client.kinds()[-1] != "error"
+    client.assert_sdk_parses()
+    await client.session.close()

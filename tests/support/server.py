@@ -39,6 +39,9 @@ class ServerProcess:
         # limit is off unless a test sets it (tests/api/test_limits.py does).
         if not any(arg.startswith("--limits-calls-per-minute") for arg in args):
             args = ["--limits-calls-per-minute", "0", *args]
+        # So is the share of the slots one address may hold (tests/api/test_admission.py).
+        if not any(arg.startswith("--limits-address-slots") for arg in args):
+            args = ["--limits-address-slots", "1", *args]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port), *args],
             cwd=REPO,
@@ -76,11 +79,18 @@ class ServerProcess:
 
 
 async def until_in_use(
-    url: str, count: int, *, state: str | None = None, timeout_s: float = 15.0
+    url: str,
+    count: int,
+    *,
+    state: str | None = None,
+    timeout_s: float = 15.0,
+    key: str | None = None,
 ) -> dict:
-    """Poll /v1/pool until `count` slots are in use (in `state`, if given); return the pool."""
+    """Poll /v1/pool until `count` slots are in use (in `state`, if given); return the pool.
+    `key`: the server's API key, where it has one."""
     pool: dict = {}
-    async with httpx.AsyncClient(timeout=5) as http:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(timeout=5, headers=headers) as http:
         for _ in range(int(timeout_s / 0.1)):
             pool = (await http.get(f"{url}/v1/pool")).json()
             states = [slot["state"] for slot in pool["slots"]]

@@ -39,7 +39,9 @@ async def test_a_huge_unknown_type_gets_a_short_error(echo_server: ServerProcess
 async def test_a_client_that_never_reads_is_cut_off_not_buffered(
     start_server: Callable[..., ServerProcess],
 ) -> None:
-    server = start_server("--agent", "echo", "--max-sessions", "1")
+    # Items far larger than the default limits allow, so each is echoed, not refused.
+    server = start_server("--agent", "echo", "--max-sessions", "1", "--limits-item-chars",
+                          "4000000", "--limits-history-chars", "100000000")  # fmt: skip
     rss_before = psutil.Process(server.proc.pid).memory_info().rss
     text = "word " * 600_000  # 3 MB of text, which item.added and item.done each echo
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}

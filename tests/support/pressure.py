@@ -1,0 +1,62 @@
+"""What an attack costs a running server, measured from outside while it runs: the
+slowest /readyz answer (the event loop's stalls) and how far its RSS rose."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import psutil
+
+from tests.support.server import ServerProcess
+
+
+@dataclass(slots=True)
+class Pressure:
+    worst_readyz_s: float = 0.0
+    rss_before: int = 0
+    rss_peak: int = 0
+
+    @property
+    def grown_mb(self) -> float:
+        return (self.rss_peak - self.rss_before) / 2**20
+
+    def __str__(self) -> str:
+        before, peak = self.rss_before / 2**20, self.rss_peak / 2**20
+        stall_ms = self.worst_readyz_s * 1000
+        return f"slowest /readyz {stall_ms:.0f} ms, RSS {before:.0f} -> {peak:.0f} MB"
+
+
+@contextlib.asynccontextmanager
+async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
+    """Poll /readyz every 20 ms and the server's RSS every 50 ms while the block runs."""
+    process = psutil.Process(server.proc.pid)
+    pressure = Pressure(rss_before=process.memory_info().rss)
+    pressure.rss_peak = pressure.rss_before
+    stop = asyncio.Event()
+
+    async def poll_readyz() -> None:
+        async with httpx.AsyncClient(timeout=120) as http:
+            while not stop.is_set():
+                started = time.monotonic()
+                await http.get(f"{server.url}/readyz")  # 200 or 503 (full): both answers
+                pressure.worst_readyz_s = max(pressure.worst_readyz_s, time.monotonic() - started)
+                await asyncio.sleep(0.02)
+
+    async def sample_rss() -> None:
+        while not stop.is_set():
+            pressure.rss_peak = max(pressure.rss_peak, process.memory_info().rss)
+            await asyncio.sleep(0.05)
+
+    tasks = [asyncio.create_task(poll_readyz()), asyncio.create_task(sample_rss())]
+    await asyncio.sleep(0.2)
+    try:
+        yield pressure
+    finally:
+        await asyncio.sleep(0.5)  # what the last messages left the server to do
+        stop.set()
+        await asyncio.gather(*tasks)
