@@ -1,5 +1,6 @@
 """One SIP call's media and lifetime, as calls.py sees a transport: RTP in and out, the
-paced voice track, connected on the caller's ACK, ended on BYE/CANCEL or by us."""
+paced voice track, connected on the caller's ACK (RTP goes out only after it), ended on
+BYE/CANCEL or by us."""
 
 from __future__ import annotations
 
@@ -31,11 +32,16 @@ class SipLeg:
     async def open(
         self, host: str, on_pcm: Callable[[bytes], None], on_key: Callable[[str], None]
     ) -> int:
-        """Bind the RTP socket and start sending; return its port for the answer."""
+        """Bind the RTP socket, to send once the call is up; return its port for the answer."""
         self.rtp = RtpStream(self.session_id, self.offer, on_pcm, on_key)
         self.port = await self.rtp.open(host)
-        self._sender = spawn(self.rtp.send_from(self.outbound), f"{self.session_id}:rtp-out")
+        self._sender = spawn(self._send(self.rtp), f"{self.session_id}:rtp-out")
         return self.port
+
+    async def _send(self, rtp: RtpStream) -> None:
+        # Not before the ACK: an INVITE from a forged source is never ACKed.
+        await self.connected.wait()
+        await rtp.send_from(self.outbound)  # which waits for the caller's RTP
 
     async def wait_connected(self, timeout_s: float) -> bool:
         with contextlib.suppress(TimeoutError):

@@ -1,6 +1,11 @@
 """SIP messages (RFC 3261 section 7): parsed strictly enough to refuse what is malformed
 with a 400 that names the problem, and built for the few responses and requests a UAS
-sends."""
+sends.
+
+Everything here runs on the event loop before any authentication: sizes are capped, and
+a client's text is read with str methods or patterns that cannot backtrack far, never
+one that is quadratic in its length.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,9 @@ from dataclasses import dataclass, field
 
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_HEADERS = 100
+MAX_LINE_CHARS = 8 * 1024  # one header line, unfolded: a long Record-Route fits
+# Headers refused beyond a shorter length (a phone's Authorization is a few hundred).
+MAX_VALUE_CHARS = {"Authorization": 4 * 1024}
 REQUIRED = ("Via", "From", "To", "Call-ID", "CSeq")
 # Compact forms (RFC 3261 7.3.3) and the canonical spelling of the headers we read.
 COMPACT = {"v": "Via", "f": "From", "t": "To", "i": "Call-ID", "m": "Contact",
@@ -72,10 +80,20 @@ class SipMessage:
 
 
 def param(header: str, name: str) -> str | None:
-    """A `;name=value` parameter of a header (outside its <uri>)."""
-    tail = header.rsplit(">", 1)[-1]
-    match = re.search(rf";\s*{name}\s*=\s*([^;,\s]+)", tail, re.IGNORECASE)
-    return match.group(1) if match else None
+    """A `;name=value` parameter of a header (outside its <uri>): the first with a value."""
+    for part in header.rsplit(">", 1)[-1].split(";")[1:]:
+        key, equals, value = part.partition("=")
+        value = value.split(",", 1)[0].strip()
+        if equals and value and key.strip().lower() == name.lower():
+            return value.split(None, 1)[0]
+    return None
+
+
+def uri_of(header: str) -> str | None:
+    """The <uri> of a name-addr header such as Contact."""
+    start = header.find("<")
+    end = header.find(">", start + 1)
+    return header[start + 1 : end] if 0 <= start < end - 1 else None
 
 
 def parse(data: bytes) -> SipMessage:
@@ -92,6 +110,8 @@ def parse(data: bytes) -> SipMessage:
     lines = _unfold(text.splitlines())
     if not lines:
         raise SipParseError("an empty message")
+    if len(lines[0]) > MAX_LINE_CHARS:
+        raise SipParseError(f"a first line over {MAX_LINE_CHARS} characters")
     message = SipMessage()
     if request := REQUEST_LINE.match(lines[0]):
         message.method, message.uri = request.group(1), request.group(2)
@@ -101,7 +121,9 @@ def parse(data: bytes) -> SipMessage:
         raise SipParseError(f"not a SIP request or status line: {lines[0][:60]!r}")
     if len(lines) > MAX_HEADERS + 1:
         raise SipParseError(f"more than {MAX_HEADERS} headers", message)
-    bad_line = None  # read on past it: a 400 needs the headers after it too
+    # Read on past these: a 400 needs the headers after them too.
+    bad_line: str | None = None
+    too_long: str | None = None
     for line in lines[1:]:
         name, colon, value = line.partition(":")
         name = name.strip()
@@ -109,9 +131,14 @@ def parse(data: bytes) -> SipMessage:
             bad_line = bad_line or line
             continue
         name = COMPACT.get(name, CANONICAL.get(name.lower(), name))
+        if len(line) > MAX_LINE_CHARS or len(value) > MAX_VALUE_CHARS.get(name, len(value)):
+            too_long = too_long or name
+            continue
         message.headers.append((name, value.strip()))
     if bad_line is not None:
         raise SipParseError(f"a malformed header line: {bad_line[:60]!r}", message)
+    if too_long is not None:
+        raise SipParseError(f"{too_long[:30]} header over its size limit", message)
     _check(message, separator, body)
     return message
 
@@ -132,20 +159,25 @@ def _check(message: SipMessage, separator: bytes, body: bytes) -> None:
         missing = [name for name in REQUIRED if message.get(name) is None]
         if missing:
             raise SipParseError(f"missing {', '.join(missing)}", message)
-        number, method = (message.get("CSeq") or "").partition(" ")[::2]
-        if not number.strip().isdigit() or method.strip() != message.method:
-            raise SipParseError(f"a CSeq that does not match the request: {message.get('CSeq')!r}",
-                                message)  # fmt: skip
+        cseq = message.get("CSeq") or ""
+        number, method = cseq.partition(" ")[::2]
+        if not is_number(number.strip()) or method.strip() != message.method:
+            raise SipParseError(f"a CSeq that does not match the request: {cseq[:60]!r}", message)
     length = message.get("Content-Length")
     if length is not None:
-        if not length.isdigit():
-            raise SipParseError(f"a Content-Length that is not a number: {length!r}", message)
+        if not is_number(length):
+            raise SipParseError(f"a Content-Length that is not a number: {length[:20]!r}", message)
         if int(length) > len(body):
             raise SipParseError(f"the body is shorter than Content-Length {length}", message)
         body = body[: int(length)]
     elif not separator:
         body = b""
     message.body = body
+
+
+def is_number(text: str) -> bool:
+    """Digits, ASCII ones (int() refuses "²", which isdigit() takes), and not too many."""
+    return text.isascii() and text.isdigit() and len(text) <= 10
 
 
 def response(

@@ -2,13 +2,18 @@
 keypad events in. No SRTP and no jitter buffer: a phone or PBX on the same network
 delivers in order, and the VAD copes with a lost 20 ms.
 
-Symmetric RTP: we send to where the caller's packets come from once they come (a caller
-behind NAT cannot know its outside address), and to its SDP address until then.
+Symmetric RTP: we send to where the caller's packets come from (a caller behind NAT
+cannot know its outside address), and nothing before they come: an INVITE alone must
+not turn us into a stream of packets at whatever address it names. The source taken is
+one from the caller's own IP (its SDP's or its signalling's; NAT changes only the port),
+which no one else can then displace; or, failing that, one that sent LATCH_RUN packets
+in sequence, as a PBX's separate media server does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import secrets
 import struct
@@ -92,6 +97,10 @@ class KeyEvents:
 
 # Ports the OS picks are odd half the time; this many odd ones in a row are kept.
 EVEN_PORT_TRIES = 8
+# In-sequence packets (one SSRC, consecutive numbers) that make a source from another
+# IP the call's; and how many such sources are followed at once (least recent dropped).
+LATCH_RUN = 5
+MAX_CANDIDATES = 8
 
 
 class RtpStream(asyncio.DatagramProtocol):
@@ -109,8 +118,11 @@ class RtpStream(asyncio.DatagramProtocol):
         self.offer = offer
         self._on_pcm = on_pcm
         self.on_key = on_key  # RFC 4733 here; SIP INFO presses come this way too
-        self._remote: tuple[str, int] = (offer.address, offer.port)
-        self._latched = False
+        self._remote: tuple[str, int] | None = None  # where the caller's RTP comes from
+        self._owned = False  # the remote is at the caller's own IP: it stays
+        self._callers_ips = {_ip(offer.address), _ip(offer.signalling_ip)} - {""}
+        self._runs: dict[tuple[str, int], tuple[int, int, int]] = {}  # ssrc, seq, run
+        self.latched = asyncio.Event()  # the caller's RTP came: we may send
         self._resampler = Resampler(INBOUND_RATE)
         self._keys = KeyEvents()
         self._transport: asyncio.DatagramTransport | None = None
@@ -137,13 +149,12 @@ class RtpStream(asyncio.DatagramProtocol):
         self._transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self._latched and addr[:2] != self._remote:
-            return  # someone else's packets: the call's source is known
+        source = (addr[0], addr[1])
+        if source != self._remote and self._owned:
+            return  # someone else's packets: the caller's are known
         packet = parse(data)
-        if packet is None:
+        if packet is None or (source != self._remote and not self._latch(source, packet)):
             return
-        if not self._latched:
-            self._remote, self._latched = (addr[0], addr[1]), True
         self.packets_in += 1
         self.last_input_at = time.monotonic()
         if packet.payload_type == self.offer.payload_type:
@@ -154,8 +165,33 @@ class RtpStream(asyncio.DatagramProtocol):
             if key is not None:
                 self.on_key(key)
 
+    def _latch(self, source: tuple[str, int], packet: RtpPacket) -> bool:
+        """Whether `source`, not the call's so far, is the caller's from now on."""
+        if _ip(source[0]) in self._callers_ips:
+            self._owned = True
+        elif self._remote is not None or self._run(source, packet) < LATCH_RUN:
+            return False
+        self._remote = source
+        self._runs.clear()
+        self.latched.set()
+        log.info("SIP call's RTP comes from %s:%d", *source,
+                 extra={"session_id": self.session_id})  # fmt: skip
+        return True
+
+    def _run(self, source: tuple[str, int], packet: RtpPacket) -> int:
+        """How many packets in sequence `source` has sent, this one included."""
+        ssrc, sequence, run = self._runs.pop(source, (0, 0, 0))
+        in_sequence = packet.ssrc == ssrc and packet.sequence == (sequence + 1) & 0xFFFF
+        run = run + 1 if in_sequence else 1
+        self._runs[source] = (packet.ssrc, packet.sequence, run)
+        if len(self._runs) > MAX_CANDIDATES:
+            del self._runs[next(iter(self._runs))]
+        return run
+
     async def send_from(self, track: PacedAudioTrack) -> None:
-        """Send the track's audio, paced by it, until it stops or the socket closes."""
+        """Send the track's audio, paced by it, from the caller's first packet on, until
+        the track stops or the socket closes."""
+        await self.latched.wait()
         first = True
         while self._transport is not None and not self._transport.is_closing():
             try:
@@ -165,6 +201,7 @@ class RtpStream(asyncio.DatagramProtocol):
             payload = g711.encode(pcm, self.offer.law)
             packet = RtpPacket(self.offer.payload_type, self._sequence, self._timestamp,
                                self._ssrc, payload, marker=first)  # fmt: skip
+            assert self._remote is not None
             self._transport.sendto(build(packet), self._remote)
             self.packets_out += 1
             first = False
@@ -174,3 +211,14 @@ class RtpStream(asyncio.DatagramProtocol):
     def close(self) -> None:
         if self._transport is not None:
             self._transport.close()
+
+
+def _ip(host: str) -> str:
+    """An IP address as text, one spelling for each (IPv4 inside IPv6 unwrapped)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)

@@ -32,6 +32,9 @@ class AudioOffer:
     law: Law
     dtmf_payload_type: int | None  # telephone-event/8000, if offered
     ptime_ms: int
+    # The IP the INVITE came from (the SIP server fills it in): the caller's RTP may come
+    # from there rather than from the SDP's address.
+    signalling_ip: str = ""
 
 
 def read_offer(sdp: str) -> AudioOffer:

@@ -1,12 +1,16 @@
 """A SIP user agent server over UDP (RFC 3261): answers calls from a PBX, a trunk or a
 phone, and hangs them up. Each call claims a slot through `Calls.open_sip`.
 
-INVITE (with an SDP offer) → 100 Trying, then 200 OK with our answer, repeated until the
-ACK (timer G); or 486 Busy Here (full pool), 488 (no common codec), 503 (not ready),
-401 (digest challenge), 403 (source not allowed). CANCEL before the answer → 487. BYE
-either way. OPTIONS (a PBX's keepalive) → 200. INFO with application/dtmf-relay is a
-keypad press too. A malformed message → 400 naming the problem, when it says enough
-to be answered; the server goes on.
+INVITE (with an SDP offer) → 200 OK with our answer, repeated until the ACK (timer G),
+after 100 Trying if it takes over 200 ms; or 486 Busy Here (full pool, or the caller's
+address holds its share), 488 (no common codec), 503 (not ready, or too many new calls
+from that address), 401 (digest challenge), 403 (source not allowed). CANCEL before the
+answer → 487. BYE either way. OPTIONS (a PBX's keepalive) → 200. INFO with
+application/dtmf-relay is a keypad press too. A malformed message → 400 naming the
+problem, when it says enough to be answered; the server goes on.
+
+A source is not verified until it ACKs, so a refusal costs one packet for each request:
+it is sent once, and again only for a retransmitted INVITE (not on timer G).
 
 Replies go back to where the request came from (RFC 3581, as a caller behind NAT
 needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
@@ -15,6 +19,7 @@ needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import socket
@@ -23,8 +28,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
+from app.admission import Caller, client_key
 from app.config import SipSettings
-from app.errors import NotReady, SessionLimitReached
+from app.errors import AddressLimitReached, NotReady, RateLimited, SessionLimitReached
 from app.sip import message as sip
 from app.sip.auth import DigestAuth, SourceFilter
 from app.sip.leg import SipLeg
@@ -39,11 +45,13 @@ TIMEOUT_S = 64 * T1_S  # timer B/F/H: a transaction gives up
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
 MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
 MAX_REMEMBERED = 1024  # final responses kept for retransmitted requests
-DTMF_RELAY = re.compile(r"^Signal\s*=\s*(\S)", re.MULTILINE | re.IGNORECASE)
+TRYING_S = 0.2  # RFC 3261 17.2.1: 100 Trying if the answer takes longer than this
+LOG_CHARS = 64  # of a client's string (a Call-ID) in a log line
+DTMF_RELAY = re.compile(r"^Signal[ \t]*=[ \t]*(\S)", re.MULTILINE | re.IGNORECASE)
 
 
 class Calls(Protocol):
-    async def open_sip(self, offer: AudioOffer, host: str) -> SipLeg: ...
+    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ...) -> SipLeg: ...
 
     async def hang_up(self, session_id: str) -> bool: ...
 
@@ -72,6 +80,9 @@ class SipServer(asyncio.DatagramProtocol):
             if settings.password
             else None
         )
+        # A trunk or PBX carries many callers from one address: with an allowlist or a
+        # password, its calls are not held to one address's rate or share of the slots.
+        self._vouched = bool(settings.allow) or self._auth is not None
         self._dialogs: dict[str, Dialog] = {}  # by Call-ID
         # Final responses by (Call-ID, branch, method), resent for retransmitted requests.
         self._answered: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
@@ -172,44 +183,35 @@ class SipServer(asyncio.DatagramProtocol):
             self._final(request, source, 503, "Service Unavailable", [("Retry-After", "5")])
             return
         dialog = self._dialogs[request.call_id] = Dialog(request, source)
-        self._reply(request, source, 100, "Trying")
         spawn(self._answer(dialog), f"sip:{request.call_id[:24]}:invite")
 
     def _authorized(self, request: SipMessage, source: tuple[str, int]) -> bool:
         assert self._auth is not None
-        verdict = self._auth.check(request.method, request.get("Authorization"))
+        authorization = request.get("Authorization")
+        verdict = self._auth.check(request.method, request.uri, authorization,
+                                   source=source[0], call_id=request.call_id)  # fmt: skip
         if verdict == "ok":
             return True
-        if request.get("Authorization") is not None and verdict == "bad":
+        if authorization is not None and verdict == "bad":
             log.warning("SIP digest authentication failed for a call from %s", source[0])
-        challenge = self._auth.challenge(stale=verdict == "stale")
+        challenge = self._auth.challenge(source=source[0], call_id=request.call_id,
+                                         stale=verdict == "stale")  # fmt: skip
         self._final(request, source, 401, "Unauthorized", [("WWW-Authenticate", challenge)])
         return False
 
     async def _answer(self, dialog: Dialog) -> None:
         request, source = dialog.invite, dialog.source
+        # Not at once: a refusal decided at once is then one packet, not two.
+        trying = asyncio.get_running_loop().call_later(
+            TRYING_S, self._reply, request, source, 100, "Trying"
+        )
         try:
-            if (request.get("Content-Type") or "").split(";")[0].strip() != "application/sdp":
-                raise NotAcceptable("an INVITE without an SDP offer (we answer offers only)")
-            offer = read_offer(request.body.decode("utf-8", errors="replace"))
-            leg = await self._calls.open_sip(offer, self._host)
-        except NotAcceptable as exc:
-            self._refuse(dialog, 488, "Not Acceptable Here", [("Warning", _warning(exc))])
+            answered = await self._open(dialog)
+        finally:
+            trying.cancel()
+        if answered is None:
             return
-        except BadSdp as exc:
-            self._refuse(dialog, 400, "Bad Request", [("Warning", _warning(exc))])
-            return
-        except SessionLimitReached as exc:
-            self._refuse(dialog, 486, "Busy Here", [("Retry-After", str(exc.retry_after_s))])
-            return
-        except NotReady as exc:
-            self._refuse(dialog, 503, "Service Unavailable",
-                         [("Retry-After", "5"), ("Warning", _warning(exc))])  # fmt: skip
-            return
-        except Exception as exc:
-            log.exception("SIP call %s could not be set up", request.call_id)
-            self._refuse(dialog, 500, "Server Internal Error", [("Warning", _warning(exc))])
-            return
+        leg, offer = answered
         dialog.leg = leg
         leg.on_close = lambda: self._leg_closed(dialog)
         if dialog.cancelled:
@@ -222,9 +224,40 @@ class SipServer(asyncio.DatagramProtocol):
         dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
                                     headers=[("Contact", contact), ("Allow", ALLOW),
                                              ("Supported", "")], body=body)  # fmt: skip
-        log.info("SIP call %s answered (%s, RTP port %d)", request.call_id,
+        log.info("SIP call %s answered (%s, RTP port %d)", request.call_id[:LOG_CHARS],
                  offer.law, leg.port, extra={"session_id": leg.session_id})  # fmt: skip
         await self._until_acked(dialog)
+
+    async def _open(self, dialog: Dialog) -> tuple[SipLeg, AudioOffer] | None:
+        """The call's leg, on a slot; or None, the INVITE refused."""
+        request, source = dialog.invite, dialog.source
+        try:
+            if (request.get("Content-Type") or "").split(";")[0].strip() != "application/sdp":
+                raise NotAcceptable("an INVITE without an SDP offer (we answer offers only)")
+            offer = read_offer(request.body.decode("utf-8", errors="replace"))
+            offer = dataclasses.replace(offer, signalling_ip=source[0])
+            caller = Caller(client_key(source[0]), vouched=self._vouched)
+            return await self._calls.open_sip(offer, self._host, caller), offer
+        except NotAcceptable as exc:
+            self._refuse(dialog, 488, "Not Acceptable Here", [("Warning", _warning(exc))])
+        except BadSdp as exc:
+            self._refuse(dialog, 400, "Bad Request", [("Warning", _warning(exc))])
+        except SessionLimitReached as exc:
+            self._refuse(dialog, 486, "Busy Here", [("Retry-After", str(exc.retry_after_s))])
+        except AddressLimitReached as exc:
+            # This address holds its share of the slots: the agent is busy, for it.
+            self._refuse(dialog, 486, "Busy Here", _retry_after(exc))
+        except RateLimited as exc:
+            # Too many new calls from it: RFC 3261 21.5.4's "not now, retry after", which
+            # a trunk also takes as a cue to try its other routes, rather than "busy".
+            self._refuse(dialog, 503, "Service Unavailable", _retry_after(exc))
+        except NotReady as exc:
+            self._refuse(dialog, 503, "Service Unavailable",
+                         [("Retry-After", "5"), ("Warning", _warning(exc))])  # fmt: skip
+        except Exception as exc:
+            log.exception("SIP call %s could not be set up", request.call_id[:LOG_CHARS])
+            self._refuse(dialog, 500, "Server Internal Error", [("Warning", _warning(exc))])
+        return None
 
     async def _until_acked(self, dialog: Dialog) -> None:
         """Timer G: the 200 again, at T1 doubling to T2, until the ACK; timer H gives up."""
@@ -235,7 +268,7 @@ class SipServer(asyncio.DatagramProtocol):
             await asyncio.sleep(interval)
             interval = min(interval * 2, T2_S)
         if not dialog.confirmed and dialog.leg is not None and not dialog.ended:
-            log.warning("SIP call %s: no ACK; hanging up", dialog.invite.call_id)
+            log.warning("SIP call %s: no ACK; hanging up", dialog.invite.call_id[:LOG_CHARS])
             await self._calls.hang_up(dialog.leg.session_id)
 
     def _refuse(self, dialog: Dialog, status: int, reason: str,
@@ -252,33 +285,35 @@ class SipServer(asyncio.DatagramProtocol):
         headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
         to_tag: str = "",
     ) -> None:
-        """A final refusal of an INVITE: repeated until the ACK (timer G), and sent again
-        for a retransmitted INVITE."""
+        """A final refusal of an INVITE: sent once, and again for each retransmitted
+        INVITE. Not on timer G as RFC 3261 has it: that sends a source nobody verified
+        up to 11 packets for its one, and the caller's own retransmissions (timer A)
+        recover a lost refusal just as well."""
         data = sip.response(request, status, reason, to_tag=to_tag or sip.new_tag(),
                             source=source, headers=list(headers))  # fmt: skip
-        key = self._remember(request, data)
-        spawn(self._until_absorbed(key, data, source), f"sip:{request.call_id[:24]}:refusal")
+        self._remember(request, data)
+        self._send(data, source)
 
-    async def _until_absorbed(self, key: tuple[str, str, str], data: bytes,
-                              source: tuple[str, int]) -> None:  # fmt: skip
-        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
-        while self._answered.get(key) is data and time.monotonic() < deadline:
-            self._send(data, source)
-            await asyncio.sleep(interval)
-            interval = min(interval * 2, T2_S)
-
-    def _remember(self, request: SipMessage, data: bytes) -> tuple[str, str, str]:
+    def _remember(self, request: SipMessage, data: bytes) -> None:
         """A final response, for the retransmissions of its request (for 64*T1)."""
         key = _key(request)
         self._answered[key] = data
         while len(self._answered) > MAX_REMEMBERED:
             self._answered.popitem(last=False)
         asyncio.get_running_loop().call_later(TIMEOUT_S, self._answered.pop, key, None)
-        return key
 
-    def _reinvite(self, request: SipMessage, source: tuple[str, int]) -> None:
+    def _in_dialog(self, request: SipMessage) -> Dialog | None:
+        """The answered call `request` is within: its Call-ID and both tags match."""
         dialog = self._dialogs.get(request.call_id)
         if dialog is None or dialog.final is None or dialog.leg is None:
+            return None
+        if (request.to_tag, request.from_tag) != (dialog.local_tag, dialog.invite.from_tag):
+            return None
+        return dialog
+
+    def _reinvite(self, request: SipMessage, source: tuple[str, int]) -> None:
+        dialog = self._in_dialog(request)
+        if dialog is None or dialog.final is None:
             self._reply(request, source, 481, "Call/Transaction Does Not Exist")
             return
         # Same media as before: a session refresh or a hold we do not act on.
@@ -288,8 +323,8 @@ class SipServer(asyncio.DatagramProtocol):
 
     def _ack(self, request: SipMessage) -> None:
         self._answered.pop((request.call_id, request.branch, "INVITE"), None)  # ACK to a refusal
-        dialog = self._dialogs.get(request.call_id)
-        if dialog is not None and request.to_tag == dialog.local_tag and dialog.leg is not None:
+        dialog = self._in_dialog(request)
+        if dialog is not None and dialog.leg is not None:
             dialog.confirmed = True
             dialog.leg.connected.set()
 
@@ -303,19 +338,19 @@ class SipServer(asyncio.DatagramProtocol):
             dialog.cancelled = True
 
     def _bye(self, request: SipMessage, source: tuple[str, int]) -> None:
-        dialog = self._dialogs.get(request.call_id)
-        if dialog is None or request.to_tag != dialog.local_tag or dialog.leg is None:
+        dialog = self._in_dialog(request)
+        if dialog is None or dialog.leg is None:
             self._reply(request, source, 481, "Call/Transaction Does Not Exist")
             return
         dialog.ended = True
         self._reply(request, source, 200, "OK")
-        log.info("SIP call %s: the caller hung up", request.call_id,
+        log.info("SIP call %s: the caller hung up", request.call_id[:LOG_CHARS],
                  extra={"session_id": dialog.leg.session_id})  # fmt: skip
         spawn(self._calls.hang_up(dialog.leg.session_id), f"sip:{request.call_id[:24]}:bye")
 
     def _info(self, request: SipMessage, source: tuple[str, int]) -> None:
-        dialog = self._dialogs.get(request.call_id)
-        if dialog is None or dialog.leg is None or request.to_tag != dialog.local_tag:
+        dialog = self._in_dialog(request)
+        if dialog is None or dialog.leg is None:
             self._reply(request, source, 481, "Call/Transaction Does Not Exist")
             return
         kind = (request.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -342,8 +377,7 @@ class SipServer(asyncio.DatagramProtocol):
     async def _send_bye(self, dialog: Dialog) -> None:
         """Timer E: BYE again at T1 doubling to T2 until any final response, or timer F."""
         invite, branch = dialog.invite, sip.new_branch()
-        contact = re.search(r"<([^>]+)>", invite.get("Contact") or "")
-        target = contact.group(1) if contact else invite.uri
+        target = sip.uri_of(invite.get("Contact") or "") or invite.uri
         address = self.settings.public_address or _local_address(dialog.source[0], self._host)
         headers = [
             ("Via", f"SIP/2.0/UDP {_host_port(address, self.port)};branch={branch};rport"),
@@ -368,7 +402,7 @@ class SipServer(asyncio.DatagramProtocol):
         finally:
             self._pending.pop(branch, None)
         if not done.is_set():
-            log.warning("SIP call %s: our BYE was never answered", invite.call_id)
+            log.warning("SIP call %s: our BYE was never answered", invite.call_id[:LOG_CHARS])
 
     def _reply(
         self,
@@ -398,12 +432,16 @@ def _key(request: SipMessage) -> tuple[str, str, str]:
 
 def _cseq_number(request: SipMessage) -> int:
     number = (request.get("CSeq") or "").split(" ")[0]
-    return int(number) if number.isdigit() else 0
+    return int(number) if sip.is_number(number) else 0
 
 
 def _warning(exc: Exception) -> str:
     text = re.sub(r'["\r\n]', "'", str(exc))[:120]
     return f'399 voice-agent "{text}"'
+
+
+def _retry_after(exc: RateLimited) -> list[tuple[str, str]]:
+    return [("Retry-After", str(exc.retry_after_s)), ("Warning", _warning(exc))]
 
 
 def _host_port(address: str, port: int) -> str:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from app.admission import ANYONE, Caller
 from app.config import SipSettings
 from app.sip.leg import SipLeg
 from app.sip.sdp import AudioOffer
@@ -22,7 +23,7 @@ class SlowCalls:
         self.hung_up: list[str] = []
         self.legs: list[SipLeg] = []
 
-    async def open_sip(self, offer: AudioOffer, host: str) -> SipLeg:
+    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ANYONE) -> SipLeg:
         await self.go_on.wait()
         leg = SipLeg("sess_slow", offer)
         await leg.open(host, lambda pcm: None, lambda key: None)

@@ -1,15 +1,17 @@
 """SIP's pieces on their own: messages, SDP offers and answers, RTP and RFC 4733 keys,
-digest authentication. The INVITE is the one baresip sends (Debian 12's 1.0.0)."""
+digest authentication, and their bounds against hostile input. The INVITE is the one
+baresip sends (Debian 12's 1.0.0)."""
 
 from __future__ import annotations
 
 import hashlib
-import re
+import time
 
 import pytest
 
+from app.sip import auth as auth_module
 from app.sip import message as sip
-from app.sip.auth import DigestAuth, SourceFilter
+from app.sip.auth import DigestAuth, SourceFilter, digest_fields
 from app.sip.rtp import KeyEvents, RtpPacket, build, parse
 from app.sip.sdp import BadSdp, NotAcceptable, answer, read_offer
 
@@ -63,9 +65,12 @@ def test_compact_headers_and_folded_lines_are_read() -> None:
         (INVITE.replace(b"Max-Forwards: 70", b"Max Forwards 70"), "malformed header", True),
         (INVITE.replace(b"Content-Length: ", b"Content-Length: 9"), "shorter than", True),
         (INVITE + b"x" * 70_000, "over", False),
+        (INVITE.replace(b"CSeq: 28483", "CSeq: ²".encode()), "CSeq", True),
+        (INVITE.replace(b"Content-Length: ", b"Content-Length: " + b"9" * 5000), "number", True),
     ],
-    ids=["garbage", "binary", "cseq-nan", "cseq-method", "no-call-id", "header", "length", "big"],
-)
+    ids=["garbage", "binary", "cseq-nan", "cseq-method", "no-call-id", "header", "length", "big",
+         "cseq-superscript", "length-huge"],
+)  # fmt: skip
 def test_malformed_messages_are_refused_by_name(
     data: bytes, problem: str, answerable: bool
 ) -> None:
@@ -131,31 +136,124 @@ def test_a_key_press_of_several_packets_is_one_key() -> None:
     assert [key for key in pressed if key is not None] == ["5", "#", "5"]
 
 
-def test_digest_authentication_as_a_phone_answers_it() -> None:
+URI = "sip:agent@127.0.0.1:5070"
+
+
+def md5(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+def authorization(
+    nonce: str, *, password: str = "s3cret", nc: int = 1, uri: str = URI, qop: bool = True
+) -> str:
+    ha1, ha2 = md5(f"alice:voice-agent:{password}"), md5(f"INVITE:{uri}")
+    if not qop:  # RFC 2069's older form, without nc
+        return (f'Digest username="alice", realm="voice-agent", nonce="{nonce}", '
+                f'uri="{uri}", response="{md5(f"{ha1}:{nonce}:{ha2}")}"')  # fmt: skip
+    response = md5(f"{ha1}:{nonce}:{nc:08x}:abcd:auth:{ha2}")
+    return (f'Digest username="alice", realm="voice-agent", nonce="{nonce}", '
+            f'uri="{uri}", response="{response}", algorithm=MD5, '
+            f'cnonce="abcd", qop=auth, nc={nc:08x}')  # fmt: skip
+
+
+def nonce_of(challenge: str) -> str:
+    fields = digest_fields(challenge)
+    assert fields is not None and fields["qop"] == "auth" and fields["algorithm"] == "MD5"
+    return fields["nonce"]
+
+
+def test_digest_authentication_as_a_phone_answers_it(monkeypatch: pytest.MonkeyPatch) -> None:
     auth = DigestAuth("alice", "s3cret", "voice-agent")
-    challenge = auth.challenge()
-    nonce = re.search(r'nonce="([^"]+)"', challenge)
-    assert nonce and 'qop="auth"' in challenge and "algorithm=MD5" in challenge
+    call = {"source": "192.0.2.5", "call_id": "call-1"}
+    nonce = nonce_of(auth.challenge(**call))
+    assert auth.check("INVITE", URI, authorization(nonce), **call) == "ok"
+    assert auth.check("INVITE", URI, authorization(nonce, password="wrong"), **call) == "bad"
+    assert auth.check("INVITE", URI, authorization("1.2.forged"), **call) == "bad"
+    assert auth.check("INVITE", URI, None, **call) == "bad"
+    assert auth.check("INVITE", URI, "Basic YWxpY2U6czNjcmV0", **call) == "bad"
+    stamp = nonce.split(".")[0]
+    old = nonce.replace(stamp, str(int(stamp) - 3600 * 10**9), 1)
+    assert auth.check("INVITE", URI, authorization(old), **call) == "bad", "signing needs the key"
+    monkeypatch.setattr(auth_module, "NONCE_TTL_S", 0)
+    assert auth.check("INVITE", URI, authorization(nonce, nc=2), **call) == "stale", "expired"
 
-    def md5(text: str) -> str:
-        return hashlib.md5(text.encode()).hexdigest()
 
-    def authorization(password: str, nonce_value: str) -> str:
-        ha1 = md5(f"alice:voice-agent:{password}")
-        ha2 = md5("INVITE:sip:agent@127.0.0.1:5070")
-        response = md5(f"{ha1}:{nonce_value}:00000001:abcd:auth:{ha2}")
-        return (f'Digest username="alice", realm="voice-agent", nonce="{nonce_value}", '
-                f'uri="sip:agent@127.0.0.1:5070", response="{response}", algorithm=MD5, '
-                'cnonce="abcd", qop=auth, nc=00000001')  # fmt: skip
+def test_a_captured_answer_cannot_be_replayed() -> None:
+    """The probe's replay: one captured Authorization answered every new call. Now the
+    nonce is for one call from one address, each nc counts once, and the uri must be
+    the request's."""
+    auth = DigestAuth("alice", "s3cret", "voice-agent")
+    call = {"source": "192.0.2.5", "call_id": "call-1"}
+    nonce = nonce_of(auth.challenge(**call))
+    captured = authorization(nonce)
+    assert auth.check("INVITE", URI, captured, **call) == "ok"
+    assert auth.check("INVITE", URI, captured, **call) == "stale", "the same nc again"
+    assert auth.check("INVITE", URI, authorization(nonce, nc=2), **call) == "ok", "the next nc"
+    assert auth.check("INVITE", URI, captured, source="192.0.2.5", call_id="call-2") == "bad"
+    assert auth.check("INVITE", URI, captured, source="198.51.100.9", call_id="call-1") == "bad"
+    fresh = nonce_of(auth.challenge(**call))
+    other_uri = "sip:someone-else@127.0.0.1:5070"
+    assert auth.check("INVITE", URI, authorization(fresh, uri=other_uri), **call) == "bad"
+    assert auth.check("INVITE", URI, authorization(fresh, qop=False), **call) == "bad"
+    assert auth.check("INVITE", URI, authorization(fresh), **call) == "ok"
 
-    assert auth.check("INVITE", authorization("s3cret", nonce[1])) == "ok"
-    assert auth.check("INVITE", authorization("wrong", nonce[1])) == "bad"
-    assert auth.check("INVITE", authorization("s3cret", "1.forged")) == "bad"
-    assert auth.check("INVITE", None) == "bad"
-    assert auth.check("INVITE", "Basic YWxpY2U6czNjcmV0") == "bad"
-    stamp = nonce[1].split(".")[0]
-    old = nonce[1].replace(stamp, str(int(stamp) - 3600), 1)
-    assert auth.check("INVITE", authorization("s3cret", old)) == "bad", "re-signing needs the key"
+
+def test_the_nonces_remembered_are_bounded_and_the_forgotten_are_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth_module, "MAX_NONCES", 3)
+    auth = DigestAuth("alice", "s3cret", "voice-agent")
+    calls = [{"source": "192.0.2.5", "call_id": f"call-{n}"} for n in range(5)]
+    nonces = [nonce_of(auth.challenge(**call)) for call in calls]
+    for nonce, call in zip(nonces, calls, strict=True):
+        assert auth.check("INVITE", URI, authorization(nonce), **call) == "ok"
+    assert len(auth._used) <= 3
+    # The first were forgotten: their nc cannot be checked, so they are stale (a phone
+    # asks for a fresh nonce; a replay gets nothing more), and fresh ones still work.
+    assert auth.check("INVITE", URI, authorization(nonces[0], nc=2), **calls[0]) == "stale"
+    again = nonce_of(auth.challenge(**calls[0]))
+    assert auth.check("INVITE", URI, authorization(again), **calls[0]) == "ok"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 60_000, "a=" * 30_000, '"' * 60_000, "," * 60_000, 'a="' + "x" * 60_000,
+     "a=b " * 15_000, "a = " * 15_000, "<" * 60_000],
+    ids=["word", "pairs", "quotes", "commas", "open-quote", "spaced", "equals", "angles"],
+)  # fmt: skip
+def test_reading_hostile_headers_takes_linear_time(text: str) -> None:
+    """A regular expression over the Authorization header once took 47 s at 60 KB,
+    quadratic in its length, with the whole server frozen meanwhile."""
+    auth = DigestAuth("alice", "s3cret", "voice-agent")
+    started = time.perf_counter()
+    digest_fields("Digest " + text)
+    auth.check("INVITE", URI, "Digest " + text, source="192.0.2.5", call_id="c")
+    sip.param(text, "tag")
+    sip.uri_of(text)
+    assert time.perf_counter() - started < 0.2
+
+
+def test_header_sizes_are_capped() -> None:
+    long_contact = INVITE.replace(b"Contact: <", b"Contact: <" + b"x" * sip.MAX_LINE_CHARS)
+    with pytest.raises(sip.SipParseError, match="Contact header over") as refused:
+        sip.parse(long_contact)
+    assert refused.value.message is not None and refused.value.message.get("Via"), "a 400 goes"
+    authorization = b"Authorization: Digest " + b"a" * sip.MAX_VALUE_CHARS["Authorization"]
+    with pytest.raises(sip.SipParseError, match="Authorization header over"):
+        sip.parse(INVITE.replace(b"Max-Forwards: 70", authorization))
+    with pytest.raises(sip.SipParseError, match="first line"):
+        sip.parse(b"INVITE sip:" + b"a" * sip.MAX_LINE_CHARS + b" SIP/2.0\r\n\r\n")
+
+
+def test_parameters_and_contact_uris_are_read() -> None:
+    via = "SIP/2.0/UDP 10.0.0.1:5060;rport;branch=z9hG4bKabc , SIP/2.0/UDP b;branch=z9hG4bKdef"
+    assert sip.param(via, "branch") == "z9hG4bKabc" and sip.param(via, "rport") is None
+    assert sip.param("<sip:a@b;tag=uri>;TAG = 12ab ;x=1", "tag") == "12ab"
+    assert sip.param("<sip:a@b>;tag=;tag=7", "tag") == "7"
+    assert sip.uri_of('"Alice" <sip:alice@10.0.0.1:5080;transport=udp>;expires=60') == (
+        "sip:alice@10.0.0.1:5080;transport=udp"
+    )
+    assert sip.uri_of("sip:bare@10.0.0.1") is None and sip.uri_of("<>") is None
 
 
 def test_the_allowlist_takes_networks_and_refuses_the_rest() -> None:
