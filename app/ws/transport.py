@@ -24,8 +24,8 @@ OUTBOX_EVENTS = 256
 # Seconds of reply audio are ~40 KB of base64 each; what does not fit is a client that
 # stopped reading (or never reads what its own events make us say).
 OUTBOX_BYTES = 4 * 1024 * 1024
-# input_audio_buffer.append may carry 15 MiB of audio, base64 grows it by a third.
-MAX_MESSAGE_BYTES = 21 * 1024 * 1024
+# limits.ws_message_bytes' default: a minute of 24 kHz pcm16 in one append, in base64.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class WsTransport:
