@@ -11,7 +11,7 @@ from types import FrameType
 import uvicorn
 from pydantic import ValidationError
 
-from app.calls import CallManager
+from app.calls.manager import CallManager
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from app.admission import RateLimit
 from app.api import (
     client_secrets,
     errors,
@@ -30,8 +29,11 @@ from app.api.origins import OriginGuard
 from app.api.page import PageFiles
 from app.api.secret_store import ClientSecrets
 from app.api.stream_tickets import StreamTickets
-from app.calls import CallManager
+from app.calls.admission import RateLimit
+from app.calls.manager import CallManager
+from app.calls.phone import SipCalls
 from app.config import Settings, get_settings
+from app.runtime import Runtime
 from app.sip.server import SipServer
 
 log = logging.getLogger(__name__)
@@ -41,15 +43,20 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    calls = CallManager(settings)
+    runtime = Runtime(settings)
+    calls = CallManager(runtime)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loop = type(asyncio.get_running_loop())
         log.info("event loop: %s.%s", loop.__module__, loop.__qualname__)
         # Load in the background so /healthz can report "loading" meanwhile.
-        loading = asyncio.create_task(calls.load(), name="engines:load")
-        sip = SipServer(settings.sip, calls, settings.server.host) if settings.sip.port else None
+        loading = asyncio.create_task(runtime.load(), name="engines:load")
+        sip = (
+            SipServer(settings.sip, SipCalls(calls), settings.server.host)
+            if settings.sip.port
+            else None
+        )
         if sip is not None:
             await sip.start()  # answers 503 until the engines are loaded
         try:
@@ -82,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=["location", "etag", "link", "retry-after"],
         )
     app.add_middleware(HostGuard, allowed=settings.server.allowed_hosts)  # added last: first
+    app.state.runtime = runtime
     app.state.calls = calls
     app.state.client_secrets = ClientSecrets(retire_s=settings.pool.max_session_s)
     app.state.client_addresses = ClientAddresses(settings.limits)

@@ -13,6 +13,7 @@ import hmac
 
 from fastapi import Request, WebSocket
 
+from app.api.deps import runtime_of
 from app.api.secret_store import SECRET_PREFIX, ClientSecrets, Secret
 from app.errors import Unauthorized
 
@@ -53,14 +54,14 @@ def bearer_token(authorization: str | None) -> str | None:
 async def require_key(request: Request) -> None:
     """A route dependency; the client secret used, if any, is left in request.state.secret."""
     token = bearer_token(request.headers.get("authorization"))
-    api_key = request.app.state.calls.settings.server.api_key
+    api_key = runtime_of(request).settings.server.api_key
     request.state.secret = authorize(token, api_key, request.app.state.client_secrets)
 
 
 async def require_key_to_end(request: Request) -> None:
     """require_key for ending a call: the secret that made it may have expired since."""
     token = bearer_token(request.headers.get("authorization"))
-    api_key = request.app.state.calls.settings.server.api_key
+    api_key = runtime_of(request).settings.server.api_key
     minted = request.app.state.client_secrets
     request.state.secret = authorize(token, api_key, minted, expired_ok=True)
 
@@ -69,7 +70,7 @@ async def require_admin(request: Request) -> None:
     """A route dependency for what observes every call (the pool, stats, usage): the
     server's own key, when one is set; a client secret, which is one caller's, is not
     enough."""
-    api_key = request.app.state.calls.settings.server.api_key
+    api_key = runtime_of(request).settings.server.api_key
     if not key_matches(api_key, bearer_token(request.headers.get("authorization"))):
         raise Unauthorized("this route needs the server's API key: 'Authorization: Bearer <key>'")
 

@@ -8,8 +8,9 @@ import ipaddress
 
 from starlette.requests import HTTPConnection, Request
 
-from app.admission import Caller, client_key
 from app.api.auth import caller_of
+from app.api.deps import runtime_of
+from app.calls.admission import Caller, client_key
 from app.config import LimitsSettings
 
 
@@ -42,5 +43,5 @@ def caller(connection: HTTPConnection, *, with_server_key: bool) -> Caller:
 
 def caller_of_request(request: Request) -> Caller:
     """Who makes a call with a request require_key has let through."""
-    keyed = bool(request.app.state.calls.settings.server.api_key)
+    keyed = bool(runtime_of(request).settings.server.api_key)
     return caller(request, with_server_key=keyed and caller_of(request) is None)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.api.auth import bearer_token, key_matches
 from app.api.bodies import read_limited
 from app.api.callers import caller
+from app.api.deps import Shared
 from app.api.errors import validation_problems
 from app.api.secret_store import SECRET_PREFIX
 from app.errors import BadRequest, NotFound, Unauthorized
@@ -52,31 +53,31 @@ class ClientSecretRequest(BaseModel):
         }
     },
 )
-async def create(request: Request) -> dict[str, Any]:
+async def create(request: Request, runtime: Shared) -> dict[str, Any]:
     """Mint a client secret. Only the server's API key may: a client secret may not. The
     key is checked before the body is read."""
-    calls = request.app.state.calls
+    settings = runtime.settings
     token = bearer_token(request.headers.get("authorization"))
-    api_key = calls.settings.server.api_key
+    api_key = settings.server.api_key
     if (token or "").startswith(SECRET_PREFIX) or not key_matches(api_key, token):
         raise Unauthorized("client secrets are minted with the server's API key")
-    raw = await read_limited(request, calls.settings.limits.body_bytes)
+    raw = await read_limited(request, settings.limits.body_bytes)
     try:
         body = ClientSecretRequest.model_validate_json(raw or b"{}")
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
     changes = to_changes(body.session) if body.session is not None else None
-    options = SessionOptions.from_settings(calls.settings)
-    responder = calls.responder
+    options = SessionOptions.from_settings(settings)
+    responder = runtime.responder
     if changes is not None:  # refused now, not at every call made with it
         try:
             options = options.changed(
                 changes,
                 voices=responder.voices if responder is not None else (),
-                base_vad=calls.settings.vad,
+                base_vad=settings.vad,
                 writes_text=responder is None or responder.answers_text,
-                semantic_ok=calls.turn_model is not None,
-                limits=calls.settings.limits,
+                semantic_ok=runtime.turn_model is not None,
+                limits=settings.limits,
             )
         except OptionError as exc:
             raise BadRequest(f"session: {exc} ({PARAMS.get(exc.option, exc.option)})") from exc
@@ -86,18 +87,17 @@ async def create(request: Request) -> dict[str, Any]:
     return {
         "value": value,
         "expires_at": int(secret.expires_at),
-        "session": describe(options, "sess_pending", calls.model),
+        "session": describe(options, "sess_pending", runtime.model),
     }
 
 
 @router.post("/v1/page/client_secret")
-async def for_the_page(request: Request) -> dict[str, Any]:
+async def for_the_page(request: Request, runtime: Shared) -> dict[str, Any]:
     """A short-lived key for the page, when the server has an API key (the page cannot
     hold it). Off unless server.page_client_secrets: it must sit behind the
     deployment's own login, or anyone could mint keys. Each address may mint only a
     few a minute, and the page's keys have a quota of their own (429 beyond either)."""
-    calls = request.app.state.calls
-    if not calls.settings.server.page_client_secrets:
+    if not runtime.settings.server.page_client_secrets:
         raise NotFound("no client secrets for the page on this server")
     request.app.state.page_mints.take(caller(request, with_server_key=False).address or "")
     value, secret = request.app.state.client_secrets.mint(PAGE_SECRET_S, None, kind="page")

@@ -15,8 +15,10 @@ from starlette.datastructures import UploadFile
 from app.api.auth import caller_of, require_key, require_key_to_end
 from app.api.bodies import read_limited
 from app.api.callers import caller_of_request
+from app.api.deps import Calls
 from app.api.errors import error_body
-from app.api.signalling import calls_of, secret_changes
+from app.api.signalling import secret_changes
+from app.calls.webrtc import open_webrtc
 from app.errors import SignallingError
 from app.realtime.session_config import SessionConfig, to_changes
 from app.rtc.sdp import MAX_SDP_BYTES
@@ -28,12 +30,12 @@ router = APIRouter(prefix="/v1/realtime")
 @router.post(
     "/calls", status_code=201, response_class=Response, dependencies=[Depends(require_key)]
 )
-async def create_call(request: Request) -> Response:
+async def create_call(request: Request, calls: Calls) -> Response:
     """Answer an offer. 400 bad SDP or session, 401 bad key, 503 pool full or not ready."""
     sdp, session = await _offer_of(request)
     changes = [*secret_changes(request), *([session] if session is not None else [])]
-    answer, session_id = await calls_of(request).open_webrtc(
-        sdp, changes, owner=caller_of(request), caller=caller_of_request(request)
+    answer, session_id = await open_webrtc(
+        calls, sdp, changes, owner=caller_of(request), caller=caller_of_request(request)
     )
     return Response(
         answer,
@@ -44,17 +46,17 @@ async def create_call(request: Request) -> Response:
 
 
 @router.post("/calls/{call_id}/hangup", dependencies=[Depends(require_key_to_end)])
-async def hang_up(call_id: str, request: Request) -> Response:
-    return await _end(call_id, request)
+async def hang_up(call_id: str, request: Request, calls: Calls) -> Response:
+    return await _end(call_id, request, calls)
 
 
 @router.delete("/calls/{call_id}", dependencies=[Depends(require_key_to_end)])
-async def delete_call(call_id: str, request: Request) -> Response:
-    return await _end(call_id, request)
+async def delete_call(call_id: str, request: Request, calls: Calls) -> Response:
+    return await _end(call_id, request, calls)
 
 
-async def _end(call_id: str, request: Request) -> Response:
-    if not await calls_of(request).hang_up(call_id, caller_of(request)):
+async def _end(call_id: str, request: Request, calls: Calls) -> Response:
+    if not await calls.hang_up(call_id, caller_of(request)):
         return JSONResponse(
             error_body("invalid_request_error", f"no call {call_id!r}"), status_code=404
         )

@@ -17,8 +17,10 @@ from starlette.websockets import WebSocketDisconnect
 
 from app.api.auth import authorize, chosen_subprotocol, websocket_token
 from app.api.callers import caller
+from app.api.deps import calls_of
 from app.api.origins import origin_allowed
-from app.calls import CallManager
+from app.calls.sideband import control
+from app.calls.websocket import serve_websocket
 from app.errors import (
     NotFound,
     NotReady,
@@ -42,7 +44,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     """A Realtime session over the socket; `?model=` is accepted and ignored (the server
     runs the model it was started with). With `?call_id=`, a sideband controller of that
     WebRTC call instead, for the server's API key only."""
-    calls: CallManager = websocket.app.state.calls
+    calls = calls_of(websocket)
     server = calls.settings.server
     # Refused before the handshake completes: the client sees HTTP 403.
     if not origin_allowed(websocket, server.allowed_origins):
@@ -62,7 +64,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     await websocket.accept(subprotocol=chosen_subprotocol(websocket))
     if call_id is not None:
         try:
-            await calls.control(call_id, websocket)
+            await control(calls, call_id, websocket)
         except NotFound as exc:
             await _refuse(
                 websocket, "invalid_request_error", str(exc), POLICY_VIOLATION, "call_not_found"
@@ -71,7 +73,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
     who = caller(websocket, with_server_key=bool(server.api_key) and secret is None)
     try:
-        await calls.serve_websocket(websocket, changes, owner=secret, caller=who)
+        await serve_websocket(calls, websocket, changes, owner=secret, caller=who)
     except RateLimited as exc:
         await _refuse(websocket, exc.type, str(exc), POLICY_VIOLATION)
     except SessionLimitReached as exc:

@@ -10,8 +10,9 @@ from pydantic import BaseModel, Field, ValidationError
 from app.api.auth import caller_of, require_key
 from app.api.bodies import read_limited
 from app.api.callers import caller_of_request
+from app.api.deps import Calls
 from app.api.errors import validation_problems
-from app.calls import CallManager
+from app.calls.webrtc import open_webrtc
 from app.errors import BadRequest
 from app.rtc.sdp import MAX_SDP_BYTES
 from app.session.options import OptionChanges
@@ -28,11 +29,6 @@ class AnswerResponse(BaseModel):
     sdp: str
     type: Literal["answer"] = "answer"
     session_id: str
-
-
-def calls_of(request: Request) -> CallManager:
-    manager: CallManager = request.app.state.calls
-    return manager
 
 
 def secret_changes(request: Request) -> list[OptionChanges]:
@@ -52,7 +48,7 @@ def secret_changes(request: Request) -> list[OptionChanges]:
         }
     },
 )
-async def offer(request: Request) -> AnswerResponse:
+async def offer(request: Request, calls: Calls) -> AnswerResponse:
     """Answer a WebRTC offer. 400 bad SDP, 401 bad key, 413 too large, 503 pool full
     (Retry-After) or not ready."""
     # Read here, after the key was checked, and no more than an offer can be.
@@ -61,7 +57,8 @@ async def offer(request: Request) -> AnswerResponse:
         body = OfferRequest.model_validate_json(raw)
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
-    answer, session_id = await calls_of(request).open_webrtc(
+    answer, session_id = await open_webrtc(
+        calls,
         body.sdp,
         secret_changes(request),
         owner=caller_of(request),

@@ -28,12 +28,13 @@ from fastapi import APIRouter, Request, Response, WebSocket
 from starlette.datastructures import URL
 from starlette.requests import HTTPConnection
 
-from app.admission import Caller
 from app.api.auth import bearer_token, key_matches
 from app.api.callers import caller
+from app.api.deps import Calls, calls_of, runtime_of
 from app.api.realtime_ws import POLICY_VIOLATION, TRY_AGAIN_LATER
-from app.api.signalling import calls_of
 from app.api.stream_tickets import StreamTickets
+from app.calls.admission import Caller
+from app.calls.phone import serve_media_stream
 from app.errors import NotReady, RateLimited, SessionLimitReached
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,7 @@ BUSY = '<?xml version="1.0" encoding="UTF-8"?><Response><Reject reason="busy"/><
 
 
 @router.post("/voice")
-async def voice(request: Request) -> Response:
-    calls = calls_of(request)
+async def voice(request: Request, calls: Calls) -> Response:
     token, api_key = calls.settings.twilio.auth_token, calls.settings.server.api_key
     if token:
         form = await request.form()
@@ -89,7 +89,7 @@ async def _serve(websocket: WebSocket, ticket: str | None) -> None:
         return
     await websocket.accept()
     try:
-        await websocket.app.state.calls.serve_media_stream(websocket, who)
+        await serve_media_stream(calls_of(websocket), websocket, who)
     except (SessionLimitReached, RateLimited) as exc:
         await websocket.close(POLICY_VIOLATION, str(exc)[:120])
     except NotReady as exc:
@@ -99,7 +99,7 @@ async def _serve(websocket: WebSocket, ticket: str | None) -> None:
 def _admitted(websocket: WebSocket, ticket: str | None) -> Caller | None:
     """Who opens this stream (None: refused). Every credential configured is checked;
     a stream that passes them comes from the carrier, which carries many callers."""
-    settings = websocket.app.state.calls.settings
+    settings = runtime_of(websocket).settings
     token, api_key = settings.twilio.auth_token, settings.server.api_key
     if not (token or api_key):
         return caller(websocket, with_server_key=False)

@@ -18,8 +18,10 @@ from fastapi.responses import JSONResponse
 from app.api.auth import caller_of, require_key, require_key_to_end
 from app.api.bodies import read_limited
 from app.api.callers import caller_of_request
+from app.api.deps import Calls
 from app.api.errors import error_body
-from app.api.signalling import calls_of, secret_changes
+from app.api.signalling import secret_changes
+from app.calls.webrtc import open_webrtc
 from app.config import ServerSettings
 from app.rtc.peer import RtcPeer
 from app.rtc.sdp import MAX_SDP_BYTES
@@ -34,13 +36,13 @@ VIA = "whip"
 
 
 @router.post("", status_code=201, response_class=Response, dependencies=[Depends(require_key)])
-async def publish(request: Request) -> Response:
+async def publish(request: Request, calls: Calls) -> Response:
     """201 answer; 400 bad SDP, 401 bad key, 413 too large, 415 not SDP, 503 pool full."""
     if (refused := _wrong_type(request, SDP)) is not None:
         return refused
     offer = (await read_limited(request, MAX_SDP_BYTES)).decode("utf-8", errors="replace")
-    calls = calls_of(request)
-    answer, session_id = await calls.open_webrtc(
+    answer, session_id = await open_webrtc(
+        calls,
         offer,
         secret_changes(request),
         via=VIA,
@@ -57,10 +59,10 @@ async def publish(request: Request) -> Response:
 
 
 @router.patch("/{call_id}", response_class=Response, dependencies=[Depends(require_key)])
-async def trickle(call_id: str, request: Request) -> Response:
+async def trickle(call_id: str, request: Request, calls: Calls) -> Response:
     """204 candidates added; 404 no such call, 412 stale If-Match, 415 not a fragment,
     422 an ICE restart, 400 a malformed fragment."""
-    peer = calls_of(request).peer_of(call_id, VIA, caller_of(request))
+    peer = calls.peer_of(call_id, VIA, caller_of(request))
     if (refused := _wrong_type(request, SDP_FRAGMENT)) is not None:
         return refused
     if_match = request.headers.get("if-match")
@@ -75,9 +77,8 @@ async def trickle(call_id: str, request: Request) -> Response:
 
 
 @router.delete("/{call_id}", response_class=Response, dependencies=[Depends(require_key_to_end)])
-async def stop(call_id: str, request: Request) -> Response:
+async def stop(call_id: str, request: Request, calls: Calls) -> Response:
     """200 ended, its slot free; 404 no such call."""
-    calls = calls_of(request)
     calls.peer_of(call_id, VIA, caller_of(request))
     await calls.hang_up(call_id, caller_of(request))
     return Response(status_code=200)

@@ -1,6 +1,6 @@
 """Prometheus metrics: what an operator graphs and alerts on.
 
-Each CallManager has its own registry rather than the process-global one, so a
+Each server (its Runtime) has its own registry rather than the process-global one, so a
 server counts only its own calls (and tests can run several apps in one process).
 Labels are bounded sets (transports, slot states, stages, end reasons): never a
 session id.
@@ -14,12 +14,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, Info, gener
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from app.calls.pool import SlotPool
 from app.engines.gate import Gate
 from app.observability.build import package_version
 from app.observability.health import EngineHealth
 from app.session import messages as msg
 from app.session.interruption import InterruptionStats
-from app.session.pool import SlotPool
 from app.session.speculation import SpeculationStats
 
 # Voice stages sit between tens of ms (a GPU, a speculated transcript) and seconds (a
@@ -30,7 +30,6 @@ STAGE_BUCKETS = (0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.
 class Metrics:
     def __init__(
         self,
-        pool: SlotPool,
         speculation: SpeculationStats,
         interruptions: InterruptionStats,
         health: EngineHealth,
@@ -86,8 +85,12 @@ class Metrics:
         )
         build = Info("voice_agent_build", "What this server is.", registry=self.registry)
         build.info({"version": package_version(), "agent": agent})
-        self.registry.register(_Live(pool, speculation, interruptions))
+        self.registry.register(_Live(speculation, interruptions))
         self.registry.register(_Engines(health))
+
+    def count_slots(self, pool: SlotPool) -> None:
+        """The pool's slots, by state and transport, read at every scrape."""
+        self.registry.register(_Slots(pool))
 
     def accepted(self, transport: str) -> None:
         self._calls.labels(transport, "accepted").inc()
@@ -112,15 +115,9 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class _Live(Collector):
-    """Read at scrape time from what the server already keeps."""
-
-    def __init__(
-        self, pool: SlotPool, speculation: SpeculationStats, interruptions: InterruptionStats
-    ) -> None:
+class _Slots(Collector):
+    def __init__(self, pool: SlotPool) -> None:
         self._pool = pool
-        self._speculation = speculation
-        self._interruptions = interruptions
 
     def collect(self) -> Iterator[Metric]:
         slots = GaugeMetricFamily(
@@ -135,6 +132,16 @@ class _Live(Collector):
         for (state, transport), count in sorted(counted.items()):
             slots.add_metric([state, transport], count)
         yield slots
+
+
+class _Live(Collector):
+    """Read at scrape time from what the server already keeps."""
+
+    def __init__(self, speculation: SpeculationStats, interruptions: InterruptionStats) -> None:
+        self._speculation = speculation
+        self._interruptions = interruptions
+
+    def collect(self) -> Iterator[Metric]:
         speculation = CounterMetricFamily(
             "voice_agent_speculative_replies",
             "Replies begun in a pause before the turn ended, by what became of them.",

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from app.admission import Caller, client_key
+from app.calls.admission import Caller, client_key
 from app.config import SipSettings
 from app.errors import AddressLimitReached, NotReady, RateLimited, SessionLimitReached
 from app.sip import message as sip

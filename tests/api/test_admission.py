@@ -11,7 +11,7 @@ import httpx
 import pytest
 import websockets
 
-from app.admission import Caller, client_key
+from app.calls.admission import Caller, client_key
 from clients import AgentClient
 from tests.api.test_access import KEY, bearer, mint
 from tests.support.metrics import scrape

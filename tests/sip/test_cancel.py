@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.admission import ANYONE, Caller
+from app.calls.admission import ANYONE, Caller
 from app.config import SipSettings
 from app.sip.leg import SipLeg
 from app.sip.sdp import AudioOffer

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.calls.pool import Slot
 from app.config import PoolSettings
 from app.errors import SignallingError
 from app.realtime.session_config import PARAMS
 from app.session.messages import SessionMessage
 from app.session.options import OptionChanges
-from app.session.pool import Slot
 from app.session.refusals import OptionError
 from app.session.session import Session
 from app.session.usage import SessionUsage

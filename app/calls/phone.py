@@ -1,0 +1,86 @@
+"""Phone calls: a carrier's media stream (Twilio's protocol, on a WebSocket), and SIP
+(plain RTP on a leg of its own). The echo guard is on for both: no echo cancellation
+can be assumed on a phone line."""
+
+from __future__ import annotations
+
+from starlette.websockets import WebSocket
+
+from app.calls.admission import ANYONE, Caller
+from app.calls.call import Call
+from app.calls.manager import CallManager
+from app.mediastream.playout import MarkedPlayout
+from app.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
+from app.realtime.dialect import RealtimeDialect
+from app.rtc.datachannel import EventChannel
+from app.sip.leg import SipLeg
+from app.sip.sdp import AudioOffer
+from app.ws.transport import WsTransport
+
+
+async def serve_media_stream(
+    calls: CallManager, websocket: WebSocket, caller: Caller = ANYONE
+) -> None:
+    """Run one phone call from a Twilio-style media stream on an accepted WebSocket."""
+    responder, session_id, slot = calls.claim("media_stream", caller)
+    transport = WsTransport(
+        websocket,
+        session_id,
+        max_message_bytes=MAX_MESSAGE_BYTES,
+        heard_at=lambda: dialect.last_media_at,
+    )
+    dialect = TwilioDialect(transport)
+    try:
+        playout = MarkedPlayout(session_id, RATE, dialect.send_media, dialect.send_mark)
+        session = calls.session(
+            session_id,
+            responder,
+            playout,
+            dialect.deliver,
+            output_level=playout.output_level_db,
+            phone=True,
+        )
+    except BaseException:
+        calls.pool.release(slot)
+        raise
+    dialect.attach(session, playout)
+    transport.start(dialect.receive)
+    await calls.run(Call(slot, transport, dialect, session))
+
+
+class SipCalls:
+    """What the SIP endpoint (app/sip/server.py) asks of the calls."""
+
+    def __init__(self, calls: CallManager) -> None:
+        self._calls = calls
+
+    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ANYONE) -> SipLeg:
+        """A SIP call answered on a fresh slot: RTP on `host`, the leg's port for the answer.
+
+        It has no event channel of its own; a sideband controller hears its events.
+        """
+        calls = self._calls
+        responder, session_id, slot = calls.claim("sip", caller)
+        leg = SipLeg(session_id, offer)
+        try:
+            channel = EventChannel(session_id)
+            dialect = RealtimeDialect(channel, model=calls.runtime.model, webrtc=True)
+            session = calls.session(
+                session_id,
+                responder,
+                leg.outbound,
+                dialect.deliver,
+                output_level=leg.outbound.output_level_db,
+                phone=True,
+            )
+            dialect.attach(session)
+            await leg.open(host, session.push_audio, session.press)
+        except BaseException:
+            await leg.close()
+            calls.pool.release(slot)
+            raise
+        calls.start(Call(slot, leg, dialect, session))
+        return leg
+
+    async def hang_up(self, session_id: str) -> bool:
+        return await self._calls.hang_up(session_id)
