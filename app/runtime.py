@@ -10,18 +10,17 @@ import gc
 import logging
 from collections.abc import Callable
 
+from app.agent.responders import AgentResponder, EchoResponder, Responder
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.turn import SmartTurn, TurnModel
 from app.errors import EngineError, NotReady
+from app.observability.counters import InterruptionStats, SpeculationStats
 from app.observability.health import EngineHealth
 from app.observability.metrics import Metrics
 from app.observability.tracing import TurnTracer
-from app.session.interruption import InterruptionStats
+from app.observability.usage import UsageLedger
 from app.session.messages import SessionMessage
-from app.session.responders import AgentResponder, EchoResponder, Responder
-from app.session.speculation import SpeculationStats
-from app.session.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 

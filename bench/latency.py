@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from app.session.timings import STAGES
+from app.agent.timings import STAGES
 from bench import machine
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess, server_stats

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from app.audio.chunker import ClauseChunker
+from app.agent.chunker import ClauseChunker
+from app.agent.responders import SynthesisPace
 from app.audio.resample import Resampler
 from app.config import Settings
 from app.engines.stt import WhisperSTT
 from app.engines.tts import KOKORO_RATE, KokoroTTS, TextToSpeech
-from app.session.responders import SynthesisPace
 from bench import machine
 from tests.support.speech import word_error_rate
 

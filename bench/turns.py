@@ -26,8 +26,8 @@ import numpy as np
 from app.audio.vad import SpeechEnded
 from app.config import Settings, TurnSettings
 from app.engines.turn import SmartTurn, TurnModel
+from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
-from app.session.turn_taking import TurnCallbacks, TurnTaking
 from bench import machine
 from bench.latency import percentile
 from clients import load_wav

@@ -1,6 +1,6 @@
 """Who is making a call over HTTP or a WebSocket, as its admission counts it: the peer's
 address, or behind a trusted proxy the client it forwards for; and whether the call came
-with the server's own API key, which vouches for it (app/admission.py)."""
+with the server's own API key, which vouches for it (app/calls/admission.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Who may start a call now, by where it comes from: how fast one client address may make
 new calls (a token bucket per address), whichever way they come in; how many slots one
-address may hold at once is the pool's to count (app/session/pool.py).
+address may hold at once is the pool's to count (pool.py).
 
 A client is its IPv4 address, or the /64 its IPv6 address is in: one host usually holds
 a whole /64, and could otherwise take a fresh address for every call.

@@ -1,5 +1,5 @@
 """What a call is made of: its transport, its dialect, its session on a slot, and why it
-may end, and how it waits for that. calls.py builds calls from these and runs them."""
+may end, and how it waits for that. manager.py and the builders beside it make and run calls."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Protocol
 from app.calls.pool import Slot
 from app.config import PoolSettings
 from app.errors import SignallingError
+from app.observability.usage import SessionUsage
 from app.realtime.session_config import PARAMS
 from app.session.messages import SessionMessage
 from app.session.options import OptionChanges
 from app.session.refusals import OptionError
 from app.session.session import Session
-from app.session.usage import SessionUsage
 from app.tasks import cancel_task, spawn
 
 # Why a call ended, as its dialect tells the client at the end.

@@ -20,6 +20,7 @@ import logging
 import math
 from collections.abc import Callable
 
+from app.agent.responders import Responder
 from app.calls.admission import Caller, RateLimit
 from app.calls.call import ENDINGS, Call
 from app.calls.pool import Slot, SlotPool
@@ -27,10 +28,9 @@ from app.errors import NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.rtc.peer import RtcPeer
 from app.runtime import Runtime
-from app.session.audio_out import AudioOut
 from app.session.messages import SessionMessage
-from app.session.responders import Responder
 from app.session.session import OutputLevel, Session
+from app.session.speaking.audio_out import AudioOut
 from app.tasks import spawn
 
 log = logging.getLogger(__name__)

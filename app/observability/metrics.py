@@ -17,10 +17,9 @@ from prometheus_client.registry import Collector
 from app.calls.pool import SlotPool
 from app.engines.gate import Gate
 from app.observability.build import package_version
+from app.observability.counters import InterruptionStats, SpeculationStats
 from app.observability.health import EngineHealth
 from app.session import messages as msg
-from app.session.interruption import InterruptionStats
-from app.session.speculation import SpeculationStats
 
 # Voice stages sit between tens of ms (a GPU, a speculated transcript) and seconds (a
 # first clause on two CPU cores); past 10 s a turn has failed in all but name.

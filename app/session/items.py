@@ -18,7 +18,7 @@ from app.session.refusals import (
     ItemTooLong,
     UnknownItem,
 )
-from app.session.reply import Emit, Reply
+from app.session.speaking.reply import Emit, Reply
 
 
 class Items:

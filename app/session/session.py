@@ -12,18 +12,21 @@ import logging
 import time
 from collections.abc import Callable
 
+from app.agent.responders import Responder
 from app.audio.vad import SpeechEnded, SpeechStarted
 from app.config import Settings
 from app.engines.stt import Transcript
 from app.engines.turn import TurnModel
 from app.ids import new_id
+from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
-from app.session.answer import Answerer
-from app.session.audio_out import AudioOut
 from app.session.history import History, Message
-from app.session.interruption import InterruptionCallbacks, Interruptions, InterruptionStats
 from app.session.items import Items
-from app.session.keypad import KEYS, Keypad, entry_text
+from app.session.jobs import Job, ReplyRequest, UserTurn
+from app.session.listening.interruption import InterruptionCallbacks, Interruptions
+from app.session.listening.keypad import KEYS, Keypad, entry_text
+from app.session.listening.speculation import Speculation
+from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.session.refusals import (
     CannotAnswerText,
@@ -32,11 +35,9 @@ from app.session.refusals import (
     NothingToCommit,
     ResponseInProgress,
 )
-from app.session.reply import Emit, Reply
-from app.session.responders import Responder
-from app.session.speculation import Speculation, SpeculationStats
-from app.session.turn import Job, ReplyRequest, UserTurn
-from app.session.turn_taking import TurnCallbacks, TurnTaking
+from app.session.speaking.answer import Answerer
+from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.tasks import CloseOnce, OneShot, cancel_task, spawn
 

@@ -1,4 +1,4 @@
-"""One SIP call's media and lifetime, as calls.py sees a transport: RTP in and out, the
+"""One SIP call's media and lifetime, as app/calls sees a transport: RTP in and out, the
 paced voice track, connected on the caller's ACK (RTP goes out only after it), ended on
 BYE/CANCEL or by us."""
 

@@ -16,9 +16,9 @@ import httpx
 import pytest
 import uvicorn
 
+from app.agent.responders import EchoResponder, Piece, SpeechRequest
 from app.config import PoolSettings, Settings
 from app.main import create_app
-from app.session.responders import EchoResponder, Piece, SpeechRequest
 from clients import AgentClient, load_wav
 from tests.support.server import free_port
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.audio.chunker import ClauseChunker, speakable
+from app.agent.chunker import ClauseChunker, speakable
 
 
 def feed(chunker: ClauseChunker, text: str, step: int = 3) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.agent.timings import STAGES
 from app.audio.level import rms_db
-from app.session.timings import STAGES
 from clients import AgentClient, load_wav
 from tests.support.metrics import scrape, stage_counts
 from tests.support.otlp import OtlpCollector

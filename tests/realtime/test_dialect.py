@@ -13,9 +13,9 @@ import numpy as np
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
+from app.agent.responders import EchoResponder, Responder
 from app.audio import g711
 from app.realtime.dialect import RealtimeDialect
-from app.session.responders import EchoResponder, Responder
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTurnModel, make_session, noise, silence
 from tests.support.realtime import create_user_text
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import av
 import numpy as np
 
+from app.agent.responders import AgentResponder, Responder
 from app.config import Settings, VadSettings
 from app.engines import Engines
 from app.engines.llm import (
@@ -28,10 +29,9 @@ from app.engines.stt import Transcript, WordScore
 from app.engines.tts import Speech
 from app.engines.turn import TurnModel
 from app.errors import EngineError
+from app.observability.counters import InterruptionStats
 from app.rtc.outbound import PacedAudioTrack
-from app.session.interruption import InterruptionStats
 from app.session.messages import SessionMessage
-from app.session.responders import AgentResponder, Responder
 from app.session.session import Session
 from app.tasks import cancel_task
 

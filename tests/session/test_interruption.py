@@ -11,9 +11,10 @@ import asyncio
 
 import pytest
 
+from app.agent.responders import EchoResponder
+from app.observability.counters import InterruptionStats
 from app.session import messages as msg
-from app.session.interruption import InterruptionStats, no_turn
-from app.session.responders import EchoResponder
+from app.session.listening.interruption import no_turn
 from tests.session.fakes import (
     FakeLLM,
     FakeSTT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.session import messages as msg
-from app.session.keypad import entry_text
+from app.session.listening.keypad import entry_text
 from app.session.options import OptionChanges, TurnDetectionChange
 from tests.session.fakes import FakeLLM, kinds, make_session, wait_for
 

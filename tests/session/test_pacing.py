@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.engines import Engines
-from app.engines.llm import ChatMessage, Delta
-from app.engines.tts import Speech
-from app.session.responders import (
+from app.agent.responders import (
     MIN_GROWTH,
     PACE_HEADROOM,
     AgentResponder,
@@ -21,7 +18,10 @@ from app.session.responders import (
     SpeechRequest,
     SynthesisPace,
 )
-from app.session.timings import TurnTimings
+from app.agent.timings import TurnTimings
+from app.engines import Engines
+from app.engines.llm import ChatMessage, Delta
+from app.engines.tts import Speech
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTTS
 
 

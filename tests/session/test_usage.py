@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.observability.usage import SessionUsage, UsageLedger
 from app.session import messages as msg
-from app.session.usage import SessionUsage, Usage, UsageLedger
+from app.session.usage import Usage
 from tests.session.fakes import FakeTTS, make_session, noise, silence, wait_for
 from tests.session.test_bargein import play_script
 

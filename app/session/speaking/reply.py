@@ -5,7 +5,7 @@ failed (failed), or it was interrupted (cancelled) by the user talking over it
 or by the client. Interrupting clears the audio within one frame, cancels the
 task producing the reply (which closes the LLM stream and drops pending TTS),
 and keeps in history only the words that went out before the cut. While an
-interruption is being judged (interruption.py) the reply may be paused, then
+interruption is being judged (listening/interruption.py) the reply may be paused, then
 resumed or interrupted.
 """
 
@@ -16,14 +16,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from app.agent.timings import TurnTimings
 from app.engines.llm import ToolCallDelta
 from app.errors import EndOfStream
 from app.ids import new_id
 from app.session import messages as msg
-from app.session.audio_out import AudioOut
 from app.session.history import History, Message, Spoken, heard_text
-from app.session.timings import TurnTimings
-from app.session.tool_calls import ToolCalls
+from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.tool_calls import ToolCalls
 from app.session.usage import Usage
 
 log = logging.getLogger(__name__)

@@ -21,11 +21,12 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from app.engines.stt import Transcript
 from app.errors import EngineError
-from app.session.reply import Reply
+from app.observability.counters import InterruptionStats
+from app.session.speaking.reply import Reply
 from app.tasks import OneShot, cancel_task, spawn
 
 log = logging.getLogger(__name__)
@@ -56,25 +57,6 @@ def no_turn(text: str) -> bool:
         else:
             return False
     return True
-
-
-@dataclass(slots=True)
-class InterruptionStats:
-    """Counted over every session of the process."""
-
-    paused: int = 0
-    resumed: int = 0  # no turn after all: the reply went on
-    cancelled: int = 0
-    # Told, at each barge-in, how long the user had been speaking when the agent's audio
-    # stopped (held or cut), in seconds: the server's reaction time (/metrics).
-    on_reaction: Callable[[float], None] | None = field(default=None, repr=False)
-
-    def reacted(self, spoken_ms: int) -> None:
-        if self.on_reaction is not None:
-            self.on_reaction(spoken_ms / 1000)
-
-    def snapshot(self) -> dict[str, int]:
-        return {"paused": self.paused, "resumed": self.resumed, "cancelled": self.cancelled}
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ from typing import Protocol
 
 import numpy as np
 
-from app.audio.chunker import ClauseChunker
+from app.agent.chunker import ClauseChunker
+from app.agent.timings import TurnTimings
 from app.engines import Engines
 from app.engines.llm import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript
 from app.engines.tts import Speech
 from app.errors import EngineError
-from app.session.timings import TurnTimings
 from app.streams import Channel
 from app.tasks import cancel_task
 

@@ -18,9 +18,9 @@ from app.audio.level import SILENT_DB
 from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
 from app.config import Settings
 from app.engines.turn import TurnModel
-from app.session.bargein import BargeIn
+from app.session.listening.bargein import BargeIn
+from app.session.listening.semantic import TurnJudge
 from app.session.options import SessionOptions
-from app.session.semantic import TurnJudge
 
 log = logging.getLogger(__name__)
 

@@ -12,17 +12,17 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
 from app.engines.llm import ChatMessage, ToolCallDelta, ToolChoice
 from app.engines.stt import Transcript
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
-from app.session.audio_out import AudioOut
 from app.session.history import ConversationTooLong, History, Message
+from app.session.jobs import Job, ReplyRequest, UserTurn
 from app.session.options import SessionOptions
-from app.session.reply import Emit, Reply
-from app.session.responders import Responder, SpeechRequest
-from app.session.turn import Job, ReplyRequest, UserTurn
+from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 
 log = logging.getLogger(__name__)

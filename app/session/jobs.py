@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.agent.timings import TurnTimings
 from app.engines.stt import Transcript
-from app.session.reply import Reply
-from app.session.timings import TurnTimings
+from app.session.speaking.reply import Reply
 
 
 class Job:

@@ -4,23 +4,11 @@ when the turn ends there, and dropped when the user speaks on."""
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
 
-from app.session.turn import UserTurn
+from app.observability.counters import SpeculationStats
+from app.session.jobs import UserTurn
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class SpeculationStats:
-    """Counted over every session of the process (the engines' work is shared too)."""
-
-    started: int = 0
-    kept: int = 0
-    dropped: int = 0
-
-    def snapshot(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class Speculation:
