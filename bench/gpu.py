@@ -279,7 +279,7 @@ def cell(figure: tuple[float, float] | None) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    """A Markdown table, as the README's are."""
+    """A Markdown table, as the docs' are."""
     head = ["sessions", "turns", "failed", *STAGES, V2V]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:

@@ -82,7 +82,7 @@ class TtsSettings(BaseModel):
     )
     threads: int = Field(0, ge=0, description="onnxruntime intra-op threads; 0 lets it choose.")
     # extended, not all: all's layout transforms cost the int8 convolutions ~7% more
-    # on an AVX2 CPU without VNNI (bench/tts.py, README).
+    # on an AVX2 CPU without VNNI (bench/tts.py, docs/performance/latency.md).
     optimization: Literal["disabled", "basic", "extended", "all"] = Field(
         "extended",
         description="onnxruntime's graph optimization level for Kokoro (bench/tts.py "
@@ -99,7 +99,7 @@ class TtsSettings(BaseModel):
         "timing out, say), after the error event. Empty: silence.",
     )
     # 4: Kokoro's cost grows with the text, and on 2 CPU cores each word of the
-    # first piece is ~90 ms more silence before the voice starts (README table).
+    # first piece is ~90 ms more silence before the voice starts (docs/performance/latency.md).
     first_chunk_words: int = Field(
         4,
         ge=2,

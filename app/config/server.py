@@ -62,7 +62,7 @@ class ServerSettings(BaseModel):
         "",
         description="If set, calls are made with it (or a client secret minted with it) as "
         "'Authorization: Bearer <api_key>', a call answers to the key or the secret that made "
-        "it, and /v1/pool, /v1/stats and /v1/usage need it (README: the route table). Empty: "
+        "it, and /v1/pool, /v1/stats and /v1/usage need it (docs/reference/http-api.md). Empty: "
         "every route is open, for a trusted network only.",
     )
     allowed_origins: CsvList = Field(

@@ -2,7 +2,7 @@
 
 Shapes follow the types in the `openai` package (openai.types.realtime) so
 typed SDK parsers accept them. Our one addition is `response.timings_ms` on
-`response.done`, documented in the README.
+`response.done`, documented in docs/reference/realtime-events.md.
 """
 
 from __future__ import annotations

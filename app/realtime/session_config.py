@@ -43,7 +43,7 @@ PARAMS = {
     "tools": "session.tools",
 }
 LOGPROBS = "item.input_audio_transcription.logprobs"
-# Accepted for compatibility, without effect here (documented in the README).
+# Accepted for compatibility, without effect here (docs/reference/realtime-events.md).
 IGNORED = (
     "model",
     "tracing",
