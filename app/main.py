@@ -34,7 +34,7 @@ from app.calls.manager import CallManager
 from app.calls.phone import SipCalls
 from app.config import Settings, get_settings
 from app.runtime import Runtime
-from app.sip.server import SipServer
+from app.telephony.sip.server import SipServer
 
 log = logging.getLogger(__name__)
 

@@ -41,6 +41,23 @@ def spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
     return task
 
 
+class TaskSet:
+    """Background tasks one object owns: each is let go when it finishes, and the rest
+    are cancelled together when the owner closes."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = spawn(coro, name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self, timeout_s: float = 2.0) -> None:
+        await asyncio.gather(*(cancel_task(task, timeout_s) for task in list(self._tasks)))
+
+
 class CloseOnce:
     """Runs an async close exactly once; later and concurrent callers await the same run.
 

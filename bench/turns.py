@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.audio.vad import SpeechEnded
+from app.audio.vad import UtteranceEnded
 from app.config import Settings, TurnSettings
 from app.engines.turn import SmartTurn, TurnModel
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
@@ -167,7 +167,7 @@ async def turn_ends(
     ends: list[float] = []
     clock = {"start": 0.0}
 
-    def ended(event: SpeechEnded) -> None:
+    def ended(event: UtteranceEnded) -> None:
         ends.append(time.monotonic() - clock["start"])
         speculation.ended()
 

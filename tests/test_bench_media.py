@@ -17,7 +17,7 @@ OPUS_IN_C = [
     "0x7f9eb47c47be (libopus-114e2b1a.so.0.11)",
 ]  # fmt: skip
 SENDING = ["Runner.run (asyncio/runners.py:118)", "sendmsg (libc.so.6)"]
-RESAMPLING = ["RtpStream.datagram_received (app/sip/rtp.py:151)",
+RESAMPLING = ["RtpStream.datagram_received (app/telephony/sip/rtp.py:151)",
               "Resampler.frame (app/audio/resample.py:21)"]  # fmt: skip
 
 

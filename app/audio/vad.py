@@ -30,12 +30,12 @@ MIN_HANGOVER_FRAMES = {
 
 
 @dataclass(frozen=True, slots=True)
-class SpeechStarted:
+class UtteranceStarted:
     audio_start_ms: int
 
 
 @dataclass(frozen=True, slots=True)
-class SpeechEnded:
+class UtteranceEnded:
     audio: bytes  # 16 kHz mono s16, prefix padding included
     audio_start_ms: int
     audio_end_ms: int
@@ -44,12 +44,12 @@ class SpeechEnded:
 
 
 @dataclass(frozen=True, slots=True)
-class SpeechPaused:
+class UtterancePaused:
     """Silence has lasted the detector's pause point (or another recheck): the turn
     may be ending.
 
-    Work on the reply can start now; it is kept only if SpeechEnded follows
-    (SpeechResumed means the user went on talking).
+    Work on the reply can start now; it is kept only if UtteranceEnded follows
+    (UtteranceResumed means the user went on talking).
     """
 
     audio: bytes
@@ -58,17 +58,17 @@ class SpeechPaused:
 
 
 @dataclass(frozen=True, slots=True)
-class SpeechResumed:
+class UtteranceResumed:
     pass
 
 
-TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | SpeechEnded
+TurnEvent = UtteranceStarted | UtterancePaused | UtteranceResumed | UtteranceEnded
 
 
 class TurnDetector:
     """Speech starts after `start_ms` voiced, ends after `silence_ms` of silence.
 
-    SpeechPaused comes after `pause_ms` of silence (by default vad.speculative_ms,
+    UtterancePaused comes after `pause_ms` of silence (by default vad.speculative_ms,
     if below the silence window), then again every `recheck_ms` (0: once) while
     the silence goes on: the moments to prepare a reply or to ask a turn model.
     """
@@ -113,7 +113,7 @@ class TurnDetector:
 
     @property
     def speaking(self) -> bool:
-        """Inside an utterance: between SpeechStarted and SpeechEnded."""
+        """Inside an utterance: between UtteranceStarted and UtteranceEnded."""
         return self._utterance is not None
 
     @property
@@ -127,7 +127,7 @@ class TurnDetector:
         outside one)."""
         return self.position_ms - self._start_ms if self._utterance is not None else 0
 
-    def force_end(self) -> SpeechEnded | None:
+    def force_end(self) -> UtteranceEnded | None:
         """End the current utterance now (the client committed it); None outside one."""
         if self._utterance is None:
             return None
@@ -164,7 +164,7 @@ class TurnDetector:
             self._silence_run = 0
             self._voiced_frames = self._voiced_run
             self._start_ms = self.position_ms - self._start_frames * self._frame_ms
-            return SpeechStarted(audio_start_ms=self._start_ms)
+            return UtteranceStarted(audio_start_ms=self._start_ms)
 
         self._utterance.append(frame)
         self._silence_run = 0 if voiced else self._silence_run + 1
@@ -175,11 +175,11 @@ class TurnDetector:
             return self._end(forced=True)
         if voiced and self._paused:
             self._paused = False
-            return SpeechResumed()
+            return UtteranceResumed()
         if self._pause_frames and self._pausing():
             self._paused = True
             audio, end_ms = self._trimmed()
-            return SpeechPaused(audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms)
+            return UtterancePaused(audio=audio, audio_start_ms=self._start_ms, audio_end_ms=end_ms)
         return None
 
     def _pausing(self) -> bool:
@@ -201,13 +201,13 @@ class TurnDetector:
         """The silence since the speech stopped: the unvoiced run and the hangover."""
         return (self._silence_run + self._hangover) * self._frame_ms if self._silence_run else 0
 
-    def _end(self, *, forced: bool) -> SpeechEnded:
+    def _end(self, *, forced: bool) -> UtteranceEnded:
         audio, end_ms = self._trimmed()
         silence_ms = self._silence_ms()
         self._utterance = None
         self._paused = False
         self._voiced_run = self._silence_run = 0
-        return SpeechEnded(
+        return UtteranceEnded(
             audio=audio,
             audio_start_ms=self._start_ms,
             audio_end_ms=end_ms,

@@ -4,7 +4,7 @@ A call is made of (call.py):
 - a transport, how the client is reached: an aiortc peer (/offer, Realtime calls,
   WHIP), a WebSocket (Realtime, media streams), a SIP leg (plain RTP);
 - a dialect, how the client talks: the OpenAI Realtime events (app/realtime) or a
-  carrier's media stream (app/mediastream); it drives the Session with verbs and words
+  carrier's media stream (app/telephony/mediastream); it drives the Session with verbs and words
   its messages;
 - the Session, the conversation itself, on a slot of the pool.
 

@@ -9,12 +9,11 @@ from starlette.websockets import WebSocket
 from app.calls.admission import ANYONE, Caller
 from app.calls.call import Call
 from app.calls.manager import CallManager
-from app.mediastream.playout import MarkedPlayout
-from app.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
-from app.realtime.dialect import RealtimeDialect
-from app.rtc.datachannel import EventChannel
-from app.sip.leg import SipLeg
-from app.sip.sdp import AudioOffer
+from app.realtime.dialect import NoChannel, RealtimeDialect
+from app.telephony.mediastream.playout import MarkedPlayout
+from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
+from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.sdp import AudioOffer
 from app.ws.transport import WsTransport
 
 
@@ -49,7 +48,7 @@ async def serve_media_stream(
 
 
 class SipCalls:
-    """What the SIP endpoint (app/sip/server.py) asks of the calls."""
+    """What the SIP endpoint (app/telephony/sip/server.py) asks of the calls."""
 
     def __init__(self, calls: CallManager) -> None:
         self._calls = calls
@@ -63,8 +62,7 @@ class SipCalls:
         responder, session_id, slot = calls.claim("sip", caller)
         leg = SipLeg(session_id, offer)
         try:
-            channel = EventChannel(session_id)
-            dialect = RealtimeDialect(channel, model=calls.runtime.model, webrtc=True)
+            dialect = RealtimeDialect(NoChannel(), model=calls.runtime.model, webrtc=True)
             session = calls.session(
                 session_id,
                 responder,

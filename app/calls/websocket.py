@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 from starlette.websockets import WebSocket
 
+from app.audio.pushed_playout import SocketPlayout
 from app.calls.admission import ANYONE, Caller
 from app.calls.call import Call, configure
 from app.calls.manager import CallManager
 from app.realtime.dialect import RealtimeDialect
 from app.realtime.session_config import RATE
 from app.session.options import OptionChanges
-from app.ws.playout import SocketPlayout
 from app.ws.transport import WsTransport
 
 

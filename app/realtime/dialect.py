@@ -84,6 +84,16 @@ class EventChannel(Protocol):
         ...
 
 
+class NoChannel:
+    """The events channel of a call that has none of its own (a SIP call): its events
+    reach only the sideband controllers watching it."""
+
+    max_message_bytes = 256 * 1024
+
+    def send_text(self, text: str, *, droppable: bool = False) -> None:
+        pass
+
+
 class RealtimeDialect:
     def __init__(
         self, channel: EventChannel, *, model: str, webrtc: bool, max_append_s: float = 60.0

@@ -27,7 +27,7 @@ STALLED_BYTES = 8 << 20
 MAX_MESSAGE_BYTES = 256 * 1024
 
 
-class EventChannel:
+class PeerEvents:
     def __init__(
         self,
         session_id: str,

@@ -1,80 +1,28 @@
-"""The agent's voice: a paced outbound audio track with clear(), pause() and a playout
-position."""
+"""The agent's voice on a WebRTC peer: aiortc's outbound audio track, its frames pulled
+from a paced playout (audio/playout.py), as av frames or, with Opus, packets we encode
+ourselves (with DTX)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections import deque
 from collections.abc import Callable
 from fractions import Fraction
 
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-from app.audio.level import SILENT_DB, pcm_db
-from app.errors import CrossedSessions, EndOfStream
+from app.audio.playout import DEFAULT_MAX_BUFFER_S, PacedPlayout
 from app.rtc.opus import OPUS_RATE, OpusPacketizer
 
-FRAME_MS = 20
-# Queued reply audio beyond which write() waits: enough to synthesize the next
-# sentence while this one plays, small enough that clear() drops little work.
-DEFAULT_MAX_BUFFER_S = 8.0
 # While the agent is silent, send one Opus packet this often instead of every
 # 20 ms, as Opus DTX does; receivers fill the gap with comfort noise.
 DTX_INTERVAL_S = 0.4
-# How far back output_level_db() looks: the agent's voice reaches a microphone
-# without echo cancellation a few hundred ms after it is sent.
-LEVEL_WINDOW_S = 0.5
-
-
-class PacingClock:
-    """pts and sleep for fixed-size frames, anchored to the first frame.
-
-    Deadlines are t0 + pts/rate, so rounding never accumulates into drift. If the
-    loop stalls past `max_lag_s`, the anchor moves instead of bursting frames to
-    catch up, which the far end would hear as a glitch anyway.
-    """
-
-    def __init__(
-        self,
-        rate: int,
-        frame_samples: int,
-        *,
-        max_lag_s: float = 0.1,
-        now: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.rate = rate
-        self.frame_samples = frame_samples
-        self._max_lag_s = max_lag_s
-        self._now = now
-        self._t0: float | None = None
-        self.pts = 0
-
-    def next(self) -> tuple[int, float]:
-        """Return (pts, seconds to sleep before sending) for the next frame."""
-        now = self._now()
-        if self._t0 is None:
-            self._t0 = now
-            return 0, 0.0
-        self.pts += self.frame_samples
-        delay = self._t0 + self.pts / self.rate - now
-        if delay < -self._max_lag_s:
-            self._t0 = now - self.pts / self.rate
-            delay = 0.0
-        return self.pts, max(0.0, delay)
-
-    def skip_idle(self) -> None:
-        """Jump over the slots that passed while nothing was sent (DTX)."""
-        if self._t0 is None:
-            return
-        elapsed = int((self._now() - self._t0) * self.rate) // self.frame_samples
-        self.pts = max(self.pts, (elapsed - 1) * self.frame_samples)
 
 
 class PacedAudioTrack(MediaStreamTrack):
-    """Mono s16 at `rate` in 20 ms frames; silence when nothing is queued."""
+    """Mono s16 at `rate` in 20 ms frames; silence when nothing is queued. Written to as
+    an AudioOut: what it says of the audio is its playout's."""
 
     kind = "audio"
 
@@ -86,28 +34,12 @@ class PacedAudioTrack(MediaStreamTrack):
         max_buffer_s: float = DEFAULT_MAX_BUFFER_S,
     ) -> None:
         super().__init__()
-        self.owner = owner  # the session whose voice this is; writes must carry its id
+        self.playout = PacedPlayout(rate, owner=owner, max_buffer_s=max_buffer_s)
         self.rate = rate
-        self.frame_samples = rate * FRAME_MS // 1000
-        self._frame_bytes = self.frame_samples * 2
-        self._clock = PacingClock(rate, self.frame_samples)
+        self.frame_samples = self.playout.frame_samples
         self._time_base = Fraction(1, rate)
-        self._max_bytes = int(max_buffer_s * rate) * 2
-        self._buffer = bytearray()
-        # (sample offset in the queued stream, callback) fired when that sample goes out.
-        self._marks: deque[tuple[int, Callable[[], None]]] = deque()
-        self.queued_samples = 0  # every sample ever written
-        self.played_samples = 0  # every written sample sent (or cleared)
-        # (time sent, RMS) of recent voiced frames, for telling the agent's echo from the user.
-        self._levels: deque[tuple[float, float]] = deque(maxlen=int(LEVEL_WINDOW_S * 50))
-        self._space = asyncio.Event()
-        self._space.set()
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self._queued = asyncio.Event()  # set while reply audio waits to be sent
         self._opus: OpusPacketizer | None = None
         self._dtx = False
-        self._paused = False  # send silence, keep the queue where it is
 
     def send_opus_packets(self, *, dtx: bool = True) -> None:
         """Encode here rather than in aiortc; only when Opus was negotiated."""
@@ -118,119 +50,57 @@ class PacedAudioTrack(MediaStreamTrack):
         self._opus = OpusPacketizer(self.frame_samples)
         self._dtx = dtx
 
-    async def write(
-        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
-    ) -> int:
-        """Queue s16 mono PCM at `rate`; `on_start` runs when its first sample is sent.
+    # --- the AudioOut a session writes to
 
-        Returns the position of its first sample in the stream of everything
-        written, the unit of `played_samples`.
+    @property
+    def queued_samples(self) -> int:
+        return self.playout.queued_samples
 
-        `session_id` must be this track's owner: audio is tagged with the session
-        that made it and checked here, where it would reach a peer.
-
-        Waits while more than max_buffer_s is queued (backpressure on TTS), so the
-        buffer holds at most max_buffer_s plus one write. Raises EndOfStream once
-        the track has stopped.
-        """
-        if session_id != self.owner:
-            raise CrossedSessions(f"audio of {session_id!r} sent to the track of {self.owner!r}")
-        while self.readyState == "live" and len(self._buffer) >= self._max_bytes:
-            self._space.clear()
-            await self._space.wait()
-        if self.readyState != "live":
-            raise EndOfStream("the outbound track has stopped")
-        start = self.queued_samples
-        if on_start is not None:
-            self._marks.append((start, on_start))
-        self._buffer += pcm
-        self.queued_samples += len(pcm) // 2
-        if pcm:
-            self._drained.clear()
-            self._queued.set()
-        return start
-
-    def pause(self) -> bool:
-        """Hold what is queued and send silence until resume() or clear()."""
-        self._paused = True
-        return True
-
-    def resume(self) -> None:
-        self._paused = False
-
-    def clear(self) -> int:
-        """Drop everything queued (and end a pause); return how many samples were dropped."""
-        self._paused = False
-        dropped = len(self._buffer) // 2
-        self._buffer.clear()
-        self._marks.clear()
-        self.played_samples = self.queued_samples
-        self._space.set()
-        self._drained.set()
-        self._queued.clear()
-        return dropped
-
-    async def wait_drained(self) -> None:
-        await self._drained.wait()
+    @property
+    def played_samples(self) -> int:
+        return self.playout.played_samples
 
     @property
     def playing(self) -> bool:
-        """Written audio is still waiting to be sent."""
-        return not self._drained.is_set()
+        return self.playout.playing
+
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> int:
+        return await self.playout.write(pcm, on_start, session_id=session_id)
+
+    def pause(self) -> bool:
+        return self.playout.pause()
+
+    def resume(self) -> None:
+        self.playout.resume()
+
+    def clear(self) -> int:
+        return self.playout.clear()
+
+    async def wait_drained(self) -> None:
+        await self.playout.wait_drained()
 
     def output_level_db(self) -> float:
-        """Loudest frame sent in the last half second, in dBFS (SILENT_DB for none)."""
-        since = time.monotonic() - LEVEL_WINDOW_S
-        return max((db for at, db in self._levels if at >= since), default=SILENT_DB)
+        return self.playout.output_level_db()
+
+    # --- what aiortc pulls
 
     async def recv(self) -> av.AudioFrame | av.Packet:
+        playout = self.playout
         if self.readyState != "live":
             raise MediaStreamError
-        if self._dtx and self._opus is not None and self._opus.settled and not self._buffer:
+        if self._dtx and self._opus is not None and self._opus.settled and playout.idle:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(DTX_INTERVAL_S):
-                    await self._queued.wait()
+                    await playout.queued.wait()
             if self.readyState != "live":
                 raise MediaStreamError
-            self._clock.skip_idle()
-        pcm, pts = await self._next()
+            playout.clock.skip_idle()
+        pcm, pts = await playout.next_frame()
         if self._opus is not None:
             return self._opus.packet(pcm, pts)
-        return self._frame(pcm or bytes(self._frame_bytes), pts)
-
-    async def recv_pcm(self) -> bytes:
-        """The next 20 ms as s16 PCM, when it is due: for senders that are not aiortc's
-        (plain RTP to a SIP phone)."""
-        if self.readyState != "live":
-            raise MediaStreamError
-        pcm, _ = await self._next()
-        return pcm or bytes(self._frame_bytes)
-
-    async def _next(self) -> tuple[bytes | None, int]:
-        """(PCM or None for silence, pts) of the next frame, once it is due."""
-        pts, delay = self._clock.next()
-        if delay:
-            await asyncio.sleep(delay)
-        if self._paused:
-            return None, pts
-        chunk = bytes(self._buffer[: self._frame_bytes])
-        del self._buffer[: len(chunk)]
-        sent = len(chunk) // 2
-        self._fire_marks(self.played_samples + sent)
-        self.played_samples += sent
-        if len(self._buffer) < self._max_bytes:
-            self._space.set()
-        if sent and not self._buffer:
-            self._drained.set()
-            self._queued.clear()
-        pcm = chunk.ljust(self._frame_bytes, b"\0") if sent else None
-        if pcm is not None:
-            self._levels.append((time.monotonic(), pcm_db(pcm)))
-        return pcm, pts
-
-    def _fire_marks(self, up_to: int) -> None:
-        while self._marks and self._marks[0][0] < up_to:
-            self._marks.popleft()[1]()
+        return self._frame(pcm or bytes(playout.frame_bytes), pts)
 
     def _frame(self, pcm: bytes, pts: int) -> av.AudioFrame:
         frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)
@@ -242,7 +112,4 @@ class PacedAudioTrack(MediaStreamTrack):
 
     def stop(self) -> None:
         super().stop()
-        # Unblock writers waiting for space; they see the track has ended.
-        self._space.set()
-        self._drained.set()
-        self._queued.set()
+        self.playout.stop()

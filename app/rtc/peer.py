@@ -18,7 +18,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from app.errors import SignallingError
 from app.rtc.candidates import MAX_REMOTE_CANDIDATES, keep_usable, usable
-from app.rtc.datachannel import MAX_MESSAGE_BYTES, EventChannel
+from app.rtc.datachannel import MAX_MESSAGE_BYTES, PeerEvents
 from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
 from app.rtc.jitter import release_audio_promptly
@@ -49,7 +49,7 @@ class RtcPeer:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
         self.connected = asyncio.Event()
         self.ended = asyncio.Event()
-        self.events = EventChannel(
+        self.events = PeerEvents(
             session_id, on_stalled=self.ended.set, max_message_bytes=event_bytes
         )
         self._trickled = 0  # remote candidates taken after the offer

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from app.agent.responders import Responder
-from app.audio.vad import SpeechEnded, SpeechStarted
+from app.audio.vad import UtteranceEnded, UtteranceStarted
 from app.config import Settings
 from app.engines.stt import Transcript
 from app.engines.turn import TurnModel
@@ -250,12 +250,12 @@ class Session:
 
     # --- the user's side
 
-    def _speech_started(self, event: SpeechStarted) -> None:
+    def _speech_started(self, event: UtteranceStarted) -> None:
         self.touch()
         self._idle.cancel()
         self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
 
-    def _speech_ended(self, event: SpeechEnded) -> None:
+    def _speech_ended(self, event: UtteranceEnded) -> None:
         self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms, event.silence_ms))
         item_id, self._item_id = self._item_id, new_id("item")
         if self._turns.echo_only:

@@ -137,8 +137,11 @@ class WsTransport:
                 await self._outbox.join()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Also from the reader, closing on what it read: then it is not cancelled, and
+        finds the socket closed when it reads on."""
         self._end()
-        await cancel_task(self._reader)
+        if self._reader is not asyncio.current_task():
+            await cancel_task(self._reader)
         await cancel_task(self._writer)
         if self._ws.application_state == WebSocketState.CONNECTED:
             with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):

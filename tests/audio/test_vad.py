@@ -5,11 +5,11 @@ import pytest
 
 from app.audio.vad import (
     SAMPLE_RATE,
-    SpeechEnded,
-    SpeechPaused,
-    SpeechResumed,
-    SpeechStarted,
     TurnDetector,
+    UtteranceEnded,
+    UtterancePaused,
+    UtteranceResumed,
+    UtteranceStarted,
 )
 from app.config import VadSettings
 
@@ -39,9 +39,9 @@ def test_one_utterance_gives_start_then_end_with_prefix_padding() -> None:
     settings = VadSettings(silence_ms=500, prefix_padding_ms=300, start_ms=60, speculative_ms=0)
     # webrtcvad's own hangover keeps ~60-80 ms after speech "voiced".
     events = run(TurnDetector(settings), silence(1000), noise(1200), silence(1000))
-    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    assert [type(e) for e in events] == [UtteranceStarted, UtteranceEnded]
     started, ended = events
-    assert isinstance(started, SpeechStarted) and isinstance(ended, SpeechEnded)
+    assert isinstance(started, UtteranceStarted) and isinstance(ended, UtteranceEnded)
     assert 960 <= started.audio_start_ms <= 1060
     assert 2200 <= ended.audio_end_ms <= 2300
     assert not ended.forced
@@ -60,14 +60,20 @@ def test_a_pause_shorter_than_the_silence_window_does_not_end_the_turn() -> None
     )
     kinds = [type(e) for e in events]
     # The 300 ms pause looked like a possible end (paused), then speech went on.
-    assert kinds == [SpeechStarted, SpeechPaused, SpeechResumed, SpeechPaused, SpeechEnded]
+    assert kinds == [
+        UtteranceStarted,
+        UtterancePaused,
+        UtteranceResumed,
+        UtterancePaused,
+        UtteranceEnded,
+    ]
 
 
 def test_a_pause_announces_the_audio_the_end_will_carry() -> None:
     settings = VadSettings(silence_ms=500, speculative_ms=200)
     events = run(TurnDetector(settings), silence(500), noise(800), silence(700))
     paused, ended = events[1], events[2]
-    assert isinstance(paused, SpeechPaused) and isinstance(ended, SpeechEnded)
+    assert isinstance(paused, UtterancePaused) and isinstance(ended, UtteranceEnded)
     assert paused.audio_end_ms == ended.audio_end_ms
     # Both keep the same 200 ms tail of silence, so the speculative transcript is the final one.
     assert paused.audio == ended.audio
@@ -76,7 +82,7 @@ def test_a_pause_announces_the_audio_the_end_will_carry() -> None:
 def test_speculation_outside_the_silence_window_is_off() -> None:
     settings = VadSettings(silence_ms=200, speculative_ms=200)
     events = run(TurnDetector(settings), silence(500), noise(800), silence(700))
-    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    assert [type(e) for e in events] == [UtteranceStarted, UtteranceEnded]
 
 
 def test_a_click_is_not_speech() -> None:
@@ -87,7 +93,7 @@ def test_a_click_is_not_speech() -> None:
 def test_max_utterance_forces_an_end() -> None:
     settings = VadSettings(max_utterance_s=1.0)
     events = run(TurnDetector(settings), silence(200), noise(2500))
-    ends = [e for e in events if isinstance(e, SpeechEnded)]
+    ends = [e for e in events if isinstance(e, UtteranceEnded)]
     assert ends and ends[0].forced
     assert len(ends[0].audio) / 2 / SAMPLE_RATE == pytest.approx(1.0, abs=0.05)
 
@@ -109,13 +115,13 @@ def test_pauses_repeat_while_the_silence_goes_on() -> None:
     settings = VadSettings(silence_ms=2000, speculative_ms=0)
     detector = TurnDetector(settings, pause_ms=200, recheck_ms=300)
     events = run(detector, silence(500), noise(800), silence(1500))
-    paused = [e for e in events if isinstance(e, SpeechPaused)]
+    paused = [e for e in events if isinstance(e, UtterancePaused)]
     ends = [e.audio_end_ms for e in paused]
     assert len(paused) == 5 and [b - a for a, b in zip(ends, ends[1:], strict=False)] == [0] * 4
-    assert not [e for e in events if isinstance(e, SpeechEnded)], "2 s of silence not reached"
+    assert not [e for e in events if isinstance(e, UtteranceEnded)], "2 s of silence not reached"
     # Speech resumes: pauses start over from the first.
     more = run(detector, noise(400), silence(400))
-    assert [type(e) for e in more] == [SpeechResumed, SpeechPaused]
+    assert [type(e) for e in more] == [UtteranceResumed, UtterancePaused]
 
 
 # webrtcvad's longest hangover (kOverHangMax2* in vad_core.c), in ms, by mode and frame.
@@ -139,9 +145,9 @@ def test_the_silence_window_is_counted_from_where_the_speech_stopped(
     run(detector, silence(480), noise(900))
     speech_end_ms = detector.position_ms
     heard = {}
-    while SpeechEnded not in heard:
+    while UtteranceEnded not in heard:
         for event in run(detector, silence(frame_ms), chunk=SAMPLE_RATE * frame_ms // 1000):
             heard[type(event)] = detector.position_ms - speech_end_ms
     hangover = LONGEST_HANGOVER_MS[aggressiveness][frame_ms]
-    assert 480 <= heard[SpeechEnded] < 480 + hangover, heard
-    assert 240 <= heard[SpeechPaused] < 240 + hangover, heard
+    assert 480 <= heard[UtteranceEnded] < 480 + hangover, heard
+    assert 240 <= heard[UtterancePaused] < 240 + hangover, heard

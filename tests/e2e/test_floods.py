@@ -1,6 +1,6 @@
 """The security probe's two audio floods, replayed against a running server: what they
 cost in memory and in event-loop stalls while they run (targets: under 200 MB of RSS
-growth, no /readyz answer slower than 1 s). The SIP one is in tests/sip/test_server.py.
+growth, no /readyz answer slower than 1 s). The SIP one is in tests/telephony/sip/test_server.py.
 
 Before the fixes, four media streams each sending two 15 MiB media messages took RSS
 from 193 MB to 4,021 MB and stalled the loop 3.2 s a message; four Realtime sockets on

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import SignallingError
-from app.mediastream.playout import MarkedPlayout
-from app.mediastream.twilio import BadStreamMessage, TwilioDialect
 from app.rtc.candidates import keep_usable
 from app.rtc.sdp import audio_rate_for_offer
 from app.rtc.trickle import IceFragment, parse_fragment
-from app.sip import message as sip
-from app.sip.sdp import AudioOffer, BadSdp, NotAcceptable, read_offer
+from app.telephony.mediastream.playout import MarkedPlayout
+from app.telephony.mediastream.twilio import BadStreamMessage, TwilioDialect
+from app.telephony.sip import message as sip
+from app.telephony.sip.sdp import AudioOffer, BadSdp, NotAcceptable, read_offer
 from tests.fuzz.strategies import json_values
 from tests.session.fakes import make_session
 

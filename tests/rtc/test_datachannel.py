@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.errors import MessageTooLarge
-from app.rtc.datachannel import EVENTS_LABEL, HIGH_WATER_BYTES, STALLED_BYTES, EventChannel
+from app.rtc.datachannel import EVENTS_LABEL, HIGH_WATER_BYTES, STALLED_BYTES, PeerEvents
 
 
 class StandIn:
@@ -28,9 +28,9 @@ class StandIn:
         self.bufferedAmount += len(text)
 
 
-def channel_on(stand_in: StandIn) -> tuple[EventChannel, list[str]]:
+def channel_on(stand_in: StandIn) -> tuple[PeerEvents, list[str]]:
     stalled: list[str] = []
-    channel = EventChannel("sess_t", on_stalled=lambda: stalled.append("stalled"))
+    channel = PeerEvents("sess_t", on_stalled=lambda: stalled.append("stalled"))
     channel.attach(stand_in)  # type: ignore[arg-type]
     return channel, stalled
 

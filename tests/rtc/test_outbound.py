@@ -5,7 +5,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.rtc.outbound import PacedAudioTrack, PacingClock
+from app.audio.playout import PacingClock
+from app.rtc.outbound import PacedAudioTrack
 
 
 class FakeClock:

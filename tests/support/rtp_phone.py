@@ -13,8 +13,8 @@ import numpy as np
 import websockets
 
 from app.audio import g711
-from app.sip.rtp import RtpPacket, build, parse
-from app.sip.sdp import read_offer
+from app.telephony.sip.rtp import RtpPacket, build, parse
+from app.telephony.sip.sdp import read_offer
 from tests.support.server import ServerProcess, until_in_use
 from tests.support.sip_client import SipPeer
 

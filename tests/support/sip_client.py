@@ -7,8 +7,8 @@ import asyncio
 import secrets
 from typing import cast
 
-from app.sip import message as sip
-from app.sip.message import SipMessage
+from app.telephony.sip import message as sip
+from app.telephony.sip.message import SipMessage
 
 OFFER = (
     "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.audio.level import SILENT_DB
-from app.audio.vad import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, TurnDetector
+from app.audio.vad import (
+    TurnDetector,
+    UtteranceEnded,
+    UtterancePaused,
+    UtteranceResumed,
+    UtteranceStarted,
+)
 from app.config import Settings
 from app.engines.turn import TurnModel
 from app.session.listening.bargein import BargeIn
@@ -27,10 +33,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class TurnCallbacks:
-    started: Callable[[SpeechStarted], None]
+    started: Callable[[UtteranceStarted], None]
     paused: Callable[[bytes], None]  # the utterance so far: a reply may start on it
     resumed: Callable[[], None]
-    ended: Callable[[SpeechEnded], None]
+    ended: Callable[[UtteranceEnded], None]
     # The user talked over the agent long enough; how long they had spoken, in ms.
     interrupted: Callable[[int], None]
 
@@ -97,18 +103,18 @@ class TurnTaking:
     def push(self, pcm16k: bytes, *, interruptible: bool) -> None:
         """The user's audio; `interruptible`: a reply is playing that speech may cut."""
         for event in self._detector.push(pcm16k):
-            if isinstance(event, SpeechStarted):
+            if isinstance(event, UtteranceStarted):
                 self._on.started(event)
-            elif isinstance(event, SpeechPaused):
+            elif isinstance(event, UtterancePaused):
                 if self._speculate:
                     self._on.paused(event.audio)
                 if self._judge is not None:
                     self._judge.paused(event.audio)
-            elif isinstance(event, SpeechResumed):
+            elif isinstance(event, UtteranceResumed):
                 if self._judge is not None:
                     self._judge.resumed()
                 self._on.resumed()
-            elif isinstance(event, SpeechEnded):
+            elif isinstance(event, UtteranceEnded):
                 self._ended(event)
         if self._barge_in_heard(pcm16k) and interruptible and self._vad.interrupt_response:
             self._on.interrupted(self._detector.speech_ms)
@@ -136,7 +142,7 @@ class TurnTaking:
         if self._judge is not None:
             await self._judge.close()
 
-    def _ended(self, event: SpeechEnded) -> None:
+    def _ended(self, event: UtteranceEnded) -> None:
         if self._judge is not None:
             self._judge.resumed()
         self._on.ended(event)

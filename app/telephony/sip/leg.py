@@ -8,10 +8,10 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from app.rtc.outbound import PacedAudioTrack
-from app.sip.rtp import RtpStream
-from app.sip.sdp import AudioOffer
+from app.audio.playout import PacedPlayout
 from app.tasks import CloseOnce, cancel_task, spawn
+from app.telephony.sip.rtp import RtpStream
+from app.telephony.sip.sdp import AudioOffer
 
 
 class SipLeg:
@@ -20,7 +20,7 @@ class SipLeg:
     def __init__(self, session_id: str, offer: AudioOffer) -> None:
         self.session_id = session_id
         self.offer = offer
-        self.outbound = PacedAudioTrack(8_000, owner=session_id)
+        self.outbound = PacedPlayout(8_000, owner=session_id)
         self.rtp: RtpStream | None = None
         self.port = 0
         self.connected = asyncio.Event()  # the caller's ACK

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
-from aiortc.mediastreams import MediaStreamError
 
 from app.audio import g711
+from app.audio.playout import PacedPlayout
 from app.audio.resample import Resampler
-from app.rtc.outbound import PacedAudioTrack
-from app.sip.sdp import AudioOffer
+from app.telephony.sip.sdp import AudioOffer
 
 log = logging.getLogger(__name__)
 
@@ -188,15 +187,14 @@ class RtpStream(asyncio.DatagramProtocol):
             del self._runs[next(iter(self._runs))]
         return run
 
-    async def send_from(self, track: PacedAudioTrack) -> None:
-        """Send the track's audio, paced by it, from the caller's first packet on, until
-        the track stops or the socket closes."""
+    async def send_from(self, playout: PacedPlayout) -> None:
+        """Send the agent's voice, paced by its playout, from the caller's first packet
+        on, until the playout stops or the socket closes."""
         await self.latched.wait()
         first = True
         while self._transport is not None and not self._transport.is_closing():
-            try:
-                pcm = await track.recv_pcm()
-            except MediaStreamError:
+            pcm = await playout.next_pcm()
+            if not playout.live:
                 return
             payload = g711.encode(pcm, self.offer.law)
             packet = RtpPacket(self.offer.payload_type, self._sequence, self._timestamp,

@@ -1,4 +1,5 @@
-"""Reply audio pushed over a socket in pieces, with a playout clock.
+"""Reply audio pushed to a client in pieces (over a WebSocket, a media stream), with a
+playout clock.
 
 The client plays what it receives; the server cannot see its playout, so it
 assumes real time from the first piece (as OpenAI does; Realtime clients
@@ -16,11 +17,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from app.audio.level import SILENT_DB, pcm_db
+from app.audio.playout import LEVEL_WINDOW_S
 from app.errors import CrossedSessions
 
 PIECE_S = 0.1
 MAX_AHEAD_S = 8.0
-LEVEL_WINDOW_S = 0.5  # as the WebRTC track's: echo comes back within this
 LEVEL_PIECES = int(MAX_AHEAD_S / PIECE_S) + 8  # every piece that may still be ahead
 
 

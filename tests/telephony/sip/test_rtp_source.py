@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from app.sip.leg import SipLeg
-from app.sip.rtp import LATCH_RUN, RtpPacket, RtpStream, build, parse
-from app.sip.sdp import AudioOffer
+from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.rtp import LATCH_RUN, RtpPacket, RtpStream, build, parse
+from app.telephony.sip.sdp import AudioOffer
 
 CALLER, STRANGER = "127.0.0.1", "127.0.0.2"
 

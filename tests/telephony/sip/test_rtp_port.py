@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from app.sip import rtp
-from app.sip.rtp import RtpPacket, RtpStream, build
-from app.sip.sdp import AudioOffer
+from app.telephony.sip import rtp
+from app.telephony.sip.rtp import RtpPacket, RtpStream, build
+from app.telephony.sip.sdp import AudioOffer
 
 OFFER = AudioOffer("127.0.0.1", 40000, 0, "ulaw", None, 20)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from app.mediastream.playout import MarkedPlayout
-from app.mediastream.twilio import MAX_MESSAGE_BYTES, BadStreamMessage, TwilioDialect
+from app.telephony.mediastream.playout import MarkedPlayout
+from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, BadStreamMessage, TwilioDialect
 from tests.session.fakes import make_session
 
 ULAW = {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}

@@ -16,7 +16,7 @@ import secrets
 import time
 from collections import OrderedDict
 
-from app.sip.message import MAX_VALUE_CHARS
+from app.telephony.sip.message import MAX_VALUE_CHARS
 
 NONCE_TTL_S = 300
 MAX_NONCES = 4096  # used nonces whose nc is remembered

@@ -16,10 +16,10 @@ import httpx
 import pytest
 import websockets
 
-from app.sip.auth import digest_fields
-from app.sip.message import SipMessage
-from app.sip.rtp import RtpPacket, build
-from app.sip.sdp import read_offer
+from app.telephony.sip.auth import digest_fields
+from app.telephony.sip.message import SipMessage
+from app.telephony.sip.rtp import RtpPacket, build
+from app.telephony.sip.sdp import read_offer
 from tests.support.pressure import watching
 from tests.support.server import ServerProcess, free_udp_port, until_in_use
 from tests.support.sip_client import SipPeer

@@ -18,17 +18,17 @@ import binascii
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import numpy as np
 
 from app.audio import g711
 from app.audio.resample import Resampler
-from app.mediastream.playout import MarkedPlayout
 from app.session import messages as msg
 from app.session.messages import SessionMessage
 from app.session.session import Session
-from app.tasks import spawn
+from app.telephony.mediastream.playout import MarkedPlayout
 from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
@@ -67,15 +67,16 @@ class TwilioDialect:
 
     # --- in -----------------------------------------------------------------------------
 
-    def receive(self, data: str | bytes) -> None:
+    def receive(self, data: str | bytes) -> Awaitable[None] | None:
         """One message from the carrier. One that is not Twilio's ends this stream (code
-        1007, with the reason); `stop` ends the call."""
+        1007, with the reason: the socket's reader awaits the close it returns); `stop`
+        ends the call."""
         try:
             self.parse(data)
         except BadStreamMessage as exc:
             log.warning("media stream refused: %s", exc, extra={"session_id": self.session_id})
-            closing = self._transport.close(UNSUPPORTED_DATA, str(exc)[:120])
-            spawn(closing, f"{self.session_id}:refuse")
+            return self._transport.close(UNSUPPORTED_DATA, str(exc)[:120])
+        return None
 
     def parse(self, data: str | bytes) -> None:
         """Act on one message; BadStreamMessage for one that is not Twilio's."""

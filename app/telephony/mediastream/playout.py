@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from app.ws.playout import SocketPlayout
+from app.audio.pushed_playout import SocketPlayout
 
 MARK_GRACE_S = 2.0  # how long past the clock's end to wait for the last mark
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.mediastream.playout import MarkedPlayout
+from app.telephony.mediastream.playout import MarkedPlayout
 
 RATE = 8_000
 

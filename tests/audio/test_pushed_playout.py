@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from app.audio.level import SILENT_DB
+from app.audio.pushed_playout import SocketPlayout
 from app.errors import CrossedSessions
-from app.ws.playout import SocketPlayout
 
 RATE = 24_000
 

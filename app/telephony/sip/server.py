@@ -31,12 +31,12 @@ from typing import Protocol, cast
 from app.calls.admission import Caller, client_key
 from app.config import SipSettings
 from app.errors import AddressLimitReached, NotReady, RateLimited, SessionLimitReached
-from app.sip import message as sip
-from app.sip.auth import DigestAuth, SourceFilter
-from app.sip.leg import SipLeg
-from app.sip.message import SipMessage, SipParseError
-from app.sip.sdp import AudioOffer, BadSdp, NotAcceptable, answer, read_offer
-from app.tasks import spawn
+from app.tasks import TaskSet
+from app.telephony.sip import message as sip
+from app.telephony.sip.auth import DigestAuth, SourceFilter
+from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.message import SipMessage, SipParseError
+from app.telephony.sip.sdp import AudioOffer, BadSdp, NotAcceptable, answer, read_offer
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,7 @@ class SipServer(asyncio.DatagramProtocol):
         # Final responses by (Call-ID, branch, method), resent for retransmitted requests.
         self._answered: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
         self._pending: dict[str, asyncio.Event] = {}  # our requests' branches, until answered
+        self._tasks = TaskSet()  # answering INVITEs, hanging up on BYEs, our own BYEs
         self._transport: asyncio.DatagramTransport | None = None
         self.port = 0
 
@@ -102,6 +103,7 @@ class SipServer(asyncio.DatagramProtocol):
         deadline = time.monotonic() + timeout_s
         while self._pending and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+        await self._tasks.close()
         if self._transport is not None:
             self._transport.close()
 
@@ -183,7 +185,7 @@ class SipServer(asyncio.DatagramProtocol):
             self._final(request, source, 503, "Service Unavailable", [("Retry-After", "5")])
             return
         dialog = self._dialogs[request.call_id] = Dialog(request, source)
-        spawn(self._answer(dialog), f"sip:{request.call_id[:24]}:invite")
+        self._tasks.spawn(self._answer(dialog), f"sip:{request.call_id[:24]}:invite")
 
     def _authorized(self, request: SipMessage, source: tuple[str, int]) -> bool:
         assert self._auth is not None
@@ -346,7 +348,8 @@ class SipServer(asyncio.DatagramProtocol):
         self._reply(request, source, 200, "OK")
         log.info("SIP call %s: the caller hung up", request.call_id[:LOG_CHARS],
                  extra={"session_id": dialog.leg.session_id})  # fmt: skip
-        spawn(self._calls.hang_up(dialog.leg.session_id), f"sip:{request.call_id[:24]}:bye")
+        hanging_up = self._calls.hang_up(dialog.leg.session_id)
+        self._tasks.spawn(hanging_up, f"sip:{request.call_id[:24]}:bye")
 
     def _info(self, request: SipMessage, source: tuple[str, int]) -> None:
         dialog = self._in_dialog(request)
@@ -372,7 +375,7 @@ class SipServer(asyncio.DatagramProtocol):
         if dialog.ended or dialog.cancelled or dialog.final is None:
             return
         dialog.ended = True
-        spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
+        self._tasks.spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
 
     async def _send_bye(self, dialog: Dialog) -> None:
         """Timer E: BYE again at T1 doubling to T2 until any final response, or timer F."""

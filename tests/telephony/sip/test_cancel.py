@@ -11,9 +11,9 @@ import pytest
 
 from app.calls.admission import ANYONE, Caller
 from app.config import SipSettings
-from app.sip.leg import SipLeg
-from app.sip.sdp import AudioOffer
-from app.sip.server import SipServer
+from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.sdp import AudioOffer
+from app.telephony.sip.server import SipServer
 from tests.support.sip_client import SipPeer
 
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from app.sip import auth as auth_module
-from app.sip import message as sip
-from app.sip.auth import DigestAuth, SourceFilter, digest_fields
-from app.sip.rtp import KeyEvents, RtpPacket, build, parse
-from app.sip.sdp import BadSdp, NotAcceptable, answer, read_offer
+from app.telephony.sip import auth as auth_module
+from app.telephony.sip import message as sip
+from app.telephony.sip.auth import DigestAuth, SourceFilter, digest_fields
+from app.telephony.sip.rtp import KeyEvents, RtpPacket, build, parse
+from app.telephony.sip.sdp import BadSdp, NotAcceptable, answer, read_offer
 
 OFFER = (
     "v=0\r\no=- 1655487522 619540855 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\n"
