@@ -33,6 +33,7 @@ from app.calls.admission import RateLimit
 from app.calls.manager import CallManager
 from app.calls.phone import SipCalls
 from app.config import Settings, get_settings
+from app.rtc import patches
 from app.runtime import Runtime
 from app.telephony.sip.server import SipServer
 
@@ -43,6 +44,7 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    patches.apply()  # aiortc, for gateways with RSA certificates as well as browsers
     runtime = Runtime(settings)
     calls = CallManager(runtime)
 

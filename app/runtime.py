@@ -13,7 +13,7 @@ from collections.abc import Callable
 from app.agent.responders import AgentResponder, EchoResponder, Responder
 from app.config import Settings
 from app.engines import Engines, load_engines
-from app.engines.turn import SmartTurn, TurnModel
+from app.engines.turn import SmartTurn
 from app.errors import EngineError, NotReady
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.observability.health import EngineHealth
@@ -21,6 +21,7 @@ from app.observability.metrics import Metrics
 from app.observability.tracing import TurnTracer
 from app.observability.usage import UsageLedger
 from app.session.messages import SessionMessage
+from app.vocab.speech import TurnModel
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,10 @@ import numpy as np
 
 from app.audio.vad import UtteranceEnded
 from app.config import Settings, TurnSettings
-from app.engines.turn import SmartTurn, TurnModel
+from app.engines.turn import SmartTurn
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
+from app.vocab.speech import TurnModel
 from bench import machine
 from bench.latency import percentile
 from clients import load_wav

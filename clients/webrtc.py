@@ -20,7 +20,7 @@ import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-from app.rtc.jitter import release_audio_promptly
+from app.rtc.patches import release_audio_promptly
 from clients.wav import RATE
 
 FRAME = RATE // 50  # 20 ms

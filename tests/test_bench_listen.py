@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from app.engines.tts import KOKORO_RATE, Speech
+from app.engines.tts import KOKORO_RATE
+from app.vocab.speech import Speech
 from bench.listen import pieces_of, play_out
 
 

@@ -89,3 +89,68 @@ def test_the_check_finds_a_circle_through_a_typing_only_import() -> None:
     assert find_cycle(graph) == ["app.a", "app.b", "app.c", "app.a"]
     del graph["app.c"]
     assert find_cycle(graph) is None
+
+
+# What each part of app/ may not import (app packages, and the libraries that belong to
+# another layer): the layers of docs/contributing/architecture.md.
+TRANSPORTS = ("app.rtc", "app.ws", "app.telephony")
+LAYERS: dict[str, tuple[str, ...]] = {
+    "app.vocab": ("app.",),  # below everything
+    "app.audio": ("app.api", "app.calls", "app.session", "app.engines", "app.agent",
+                  "app.realtime", *TRANSPORTS, "aiortc", "fastapi", "starlette"),
+    "app.engines": ("app.api", "app.calls", "app.runtime", "app.session", "app.agent",
+                    "app.realtime", *TRANSPORTS, "fastapi", "starlette"),
+    "app.agent": ("app.api", "app.calls", "app.runtime", "app.session", "app.realtime",
+                  *TRANSPORTS, "fastapi", "starlette"),
+    "app.session": ("app.api", "app.calls", "app.runtime", "app.engines", "app.realtime",
+                    *TRANSPORTS, "aiortc", "fastapi", "starlette"),
+    "app.realtime": ("app.api", "app.calls", "app.runtime", "app.engines", "app.agent",
+                     *TRANSPORTS, "aiortc", "fastapi", "starlette"),
+    "app.rtc": ("app.api", "app.calls", "app.runtime", "app.session", "app.realtime",
+                "app.telephony", "app.ws", "fastapi", "starlette"),
+    "app.ws": ("app.api", "app.calls", "app.runtime", "app.session", "app.realtime",
+               "app.rtc", "app.telephony", "aiortc"),
+    "app.telephony": ("app.api", "app.runtime", "app.engines", "app.rtc", "aiortc", "fastapi"),
+    "app.api": ("app.session", "app.engines", "app.agent"),  # it talks to calls
+}  # fmt: skip
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module `path` imports, ours and the libraries', by its absolute name."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def crossings(root: Path = APP) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for layer, forbidden in LAYERS.items():
+            if name != layer and not name.startswith(layer + "."):
+                continue
+            for imported in sorted(imported_names(path)):
+                if any(imported == f.rstrip(".") or imported.startswith(f.rstrip(".") + ".")
+                       for f in forbidden):  # fmt: skip
+                    found.append(f"{name} imports {imported}")
+    return found
+
+
+def test_each_layer_imports_only_what_is_below_it() -> None:
+    assert crossings() == []
+
+
+def test_the_layer_check_sees_a_crossing(tmp_path: Path) -> None:
+    """A check that could not fail would prove nothing."""
+    session = tmp_path / "app" / "session"
+    session.mkdir(parents=True)
+    (session / "ok.py").write_text("from app.vocab.pcm import INBOUND_RATE\nimport numpy\n")
+    (session / "bad.py").write_text("import aiortc\nfrom app.rtc.peer import RtcPeer\n")
+    assert crossings(tmp_path / "app") == [
+        "app.session.bad imports aiortc", "app.session.bad imports app.rtc.peer",
+    ]  # fmt: skip

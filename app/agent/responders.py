@@ -23,12 +23,11 @@ import numpy as np
 from app.agent.chunker import ClauseChunker
 from app.agent.timings import TurnTimings
 from app.engines import Engines
-from app.engines.llm import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
-from app.engines.stt import Transcript
-from app.engines.tts import Speech
 from app.errors import EngineError
 from app.streams import Channel
 from app.tasks import cancel_task
+from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from app.vocab.speech import Speech, Transcript
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.api.auth import bearer_token, key_matches
 from app.api.bodies import read_limited
 from app.api.callers import caller
-from app.api.deps import Shared
+from app.api.deps import Calls, Shared
 from app.api.errors import validation_problems
 from app.api.secret_store import SECRET_PREFIX
 from app.errors import BadRequest, NotFound, Unauthorized
-from app.realtime.session_config import PARAMS, SessionConfig, describe, to_changes
-from app.session.options import SessionOptions
-from app.session.refusals import OptionError
+from app.realtime.session_config import SessionConfig, describe, to_changes
 
 router = APIRouter()
 
@@ -53,10 +51,10 @@ class ClientSecretRequest(BaseModel):
         }
     },
 )
-async def create(request: Request, runtime: Shared) -> dict[str, Any]:
+async def create(request: Request, calls: Calls) -> dict[str, Any]:
     """Mint a client secret. Only the server's API key may: a client secret may not. The
     key is checked before the body is read."""
-    settings = runtime.settings
+    settings = calls.settings
     token = bearer_token(request.headers.get("authorization"))
     api_key = settings.server.api_key
     if (token or "").startswith(SECRET_PREFIX) or not key_matches(api_key, token):
@@ -67,27 +65,14 @@ async def create(request: Request, runtime: Shared) -> dict[str, Any]:
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
     changes = to_changes(body.session) if body.session is not None else None
-    options = SessionOptions.from_settings(settings)
-    responder = runtime.responder
-    if changes is not None:  # refused now, not at every call made with it
-        try:
-            options = options.changed(
-                changes,
-                voices=responder.voices if responder is not None else (),
-                base_vad=settings.vad,
-                writes_text=responder is None or responder.answers_text,
-                semantic_ok=runtime.turn_model is not None,
-                limits=settings.limits,
-            )
-        except OptionError as exc:
-            raise BadRequest(f"session: {exc} ({PARAMS.get(exc.option, exc.option)})") from exc
+    options = calls.preview(changes)
     minted = request.app.state.client_secrets
     size = len(raw) if changes is not None else 0
     value, secret = minted.mint(body.expires_after.seconds, changes, size=size)
     return {
         "value": value,
         "expires_at": int(secret.expires_at),
-        "session": describe(options, "sess_pending", runtime.model),
+        "session": describe(options, "sess_pending", calls.runtime.model),
     }
 
 

@@ -18,11 +18,11 @@ from app.api.callers import caller_of_request
 from app.api.deps import Calls
 from app.api.errors import error_body
 from app.api.signalling import secret_changes
+from app.calls.call import CallConfig
 from app.calls.webrtc import open_webrtc
 from app.errors import SignallingError
 from app.realtime.session_config import SessionConfig, to_changes
 from app.rtc.sdp import MAX_SDP_BYTES
-from app.session.options import OptionChanges
 
 router = APIRouter(prefix="/v1/realtime")
 
@@ -63,7 +63,7 @@ async def _end(call_id: str, request: Request, calls: Calls) -> Response:
     return Response(status_code=200)
 
 
-async def _offer_of(request: Request) -> tuple[str, OptionChanges | None]:
+async def _offer_of(request: Request) -> tuple[str, CallConfig | None]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/sdp"):
         offer = await read_limited(request, MAX_SDP_BYTES)

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
+from app.calls.call import CallConfig
 from app.errors import RateLimited
-from app.session.options import OptionChanges
 
 SECRET_PREFIX = "ek_"
 Kind = Literal["api", "page"]
@@ -32,7 +32,7 @@ RETIRED = 10_000  # expired secrets remembered for hanging up, the oldest forgot
 @dataclass(frozen=True, slots=True)
 class Secret:
     expires_at: float  # time.time()
-    changes: OptionChanges | None  # the session config that comes with it
+    changes: CallConfig | None  # the session config that comes with it
     kind: Kind = "api"
     size: int = 0  # the bytes of that config, as the client sent it
 
@@ -53,7 +53,7 @@ class ClientSecrets:
         self._retire_s = retire_s
 
     def mint(
-        self, seconds: int, changes: OptionChanges | None, *, kind: Kind = "api", size: int = 0
+        self, seconds: int, changes: CallConfig | None, *, kind: Kind = "api", size: int = 0
     ) -> tuple[str, Secret]:
         """A new secret, good for `seconds`; QuotaFull if its quota has no room."""
         now = time.time()

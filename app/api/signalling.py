@@ -12,10 +12,10 @@ from app.api.bodies import read_limited
 from app.api.callers import caller_of_request
 from app.api.deps import Calls
 from app.api.errors import validation_problems
+from app.calls.call import CallConfig
 from app.calls.webrtc import open_webrtc
 from app.errors import BadRequest
 from app.rtc.sdp import MAX_SDP_BYTES
-from app.session.options import OptionChanges
 
 router = APIRouter()
 
@@ -31,7 +31,7 @@ class AnswerResponse(BaseModel):
     session_id: str
 
 
-def secret_changes(request: Request) -> list[OptionChanges]:
+def secret_changes(request: Request) -> list[CallConfig]:
     """The session config that came with the client secret the caller used, if any."""
     secret = getattr(request.state, "secret", None)
     return [secret.changes] if secret is not None and secret.changes is not None else []

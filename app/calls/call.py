@@ -4,8 +4,9 @@ may end, and how it waits for that. manager.py and the builders beside it make a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,7 +33,7 @@ ENDINGS = {
 
 
 class Transport(Protocol):
-    """How a call reaches its client: a WebRTC peer or a WebSocket."""
+    """How a call reaches its client: a WebRTC peer, a WebSocket or a SIP leg."""
 
     ended: asyncio.Event
     watches_media: bool  # silence on the wire means the client is gone
@@ -60,14 +61,27 @@ class Dialect(Protocol):
         ...
 
 
-def configure(session: Session, changes: Sequence[OptionChanges]) -> None:
-    """A call's session config (from its client secret, its offer), before it starts."""
+# A call's session config (from its client secret, its offer), as routes hand it over.
+CallConfig = OptionChanges
+
+
+def configure(session: Session, changes: Sequence[CallConfig]) -> None:
+    """A call's session config, before it starts (SignallingError naming what it cannot
+    take)."""
     for change in changes:
-        try:
+        with refused_as_signalling():
             session.configure(change)
-        except OptionError as exc:
-            param = PARAMS.get(exc.option, exc.option)
-            raise SignallingError(f"session config: {exc} ({param})") from exc
+
+
+@contextlib.contextmanager
+def refused_as_signalling() -> Iterator[None]:
+    """A session config refused (OptionError) as the SignallingError a route answers 400
+    with, naming the Realtime parameter at fault."""
+    try:
+        yield
+    except OptionError as exc:
+        param = PARAMS.get(exc.option, exc.option)
+        raise SignallingError(f"session config: {exc} ({param})") from exc
 
 
 @dataclass(slots=True)

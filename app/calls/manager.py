@@ -22,13 +22,14 @@ from collections.abc import Callable
 
 from app.agent.responders import Responder
 from app.calls.admission import Caller, RateLimit
-from app.calls.call import ENDINGS, Call
+from app.calls.call import ENDINGS, Call, CallConfig, refused_as_signalling
 from app.calls.pool import Slot, SlotPool
 from app.errors import NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.rtc.peer import RtcPeer
 from app.runtime import Runtime
 from app.session.messages import SessionMessage
+from app.session.options import SessionOptions, changed_options
 from app.session.session import OutputLevel, Session
 from app.session.speaking.audio_out import AudioOut
 from app.tasks import spawn
@@ -127,6 +128,19 @@ class CallManager:
 
     def find(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)
+
+    def preview(self, changes: CallConfig | None) -> SessionOptions:
+        """The options a new call's session would have with `changes` (SignallingError if
+        it could not take them): a client secret's session config is checked when minted,
+        not at every call made with it."""
+        runtime = self.runtime
+        fresh = SessionOptions.from_settings(self.settings)
+        if changes is None:
+            return fresh
+        with refused_as_signalling():
+            return changed_options(
+                fresh, changes, self.settings, runtime.responder, runtime.turn_model
+            )
 
     # --- what routes ask of live calls
 

@@ -20,16 +20,9 @@ from typing import Any
 
 from app.config import LlmSettings
 from app.engines.gate import Gate, default_threads
-from app.engines.llm import (
-    ChatMessage,
-    Delta,
-    TokenCount,
-    Tool,
-    ToolCallDelta,
-    ToolChoice,
-    choice_deltas,
-)
+from app.engines.llm import choice_deltas
 from app.errors import EngineError
+from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 
 log = logging.getLogger(__name__)
 

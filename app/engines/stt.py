@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,20 +13,9 @@ from app.audio.resample import s16_to_float
 from app.config import SttSettings
 from app.engines.gate import Gate, default_threads
 from app.errors import EngineError
+from app.vocab.speech import Transcript, WordScore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class WordScore:
-    word: str
-    logprob: float
-
-
-@dataclass(frozen=True, slots=True)
-class Transcript:
-    text: str
-    words: tuple[WordScore, ...] | None = None  # with logprobs asked for: how sure, per word
 
 
 class SpeechToText(Protocol):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -12,6 +11,7 @@ import numpy as np
 from app.config import TtsSettings
 from app.engines.gate import Gate, default_threads
 from app.errors import EngineError
+from app.vocab.speech import Speech
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +23,6 @@ OPTIMIZATION = {
     "extended": "ORT_ENABLE_EXTENDED",
     "all": "ORT_ENABLE_ALL",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Speech:
-    samples: np.ndarray  # mono float32, -1..1
-    rate: int
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.samples) / self.rate
 
 
 class TextToSpeech(Protocol):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
 
 import numpy as np
 
@@ -22,14 +21,6 @@ log = logging.getLogger(__name__)
 
 BUNDLED_DISTRIBUTION = "pipecat-ai"
 BUNDLED_FILE = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
-
-
-class TurnModel(Protocol):
-    async def complete(self, pcm16k: bytes) -> float:
-        """The probability that the utterance (16 kHz mono s16) is a finished turn."""
-        ...
-
-    def close(self) -> None: ...
 
 
 def bundled_model_path() -> str:

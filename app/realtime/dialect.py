@@ -40,12 +40,12 @@ from app.session.messages import (
     SessionMessage,
 )
 from app.session.session import Session
+from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
 
 log = logging.getLogger(__name__)
 
-INBOUND_RATE = 16_000
 # An append reaches the turn detector a second at a time.
-APPEND_STEP_BYTES = INBOUND_RATE * 2
+APPEND_STEP_BYTES = BYTES_PER_S
 
 # Each refusal's error code, and the field it is about.
 REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {

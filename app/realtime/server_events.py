@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from app.engines.stt import WordScore
 from app.ids import new_id
 from app.realtime.items import (
     assistant_item,
@@ -22,6 +21,7 @@ from app.realtime.items import (
 )
 from app.session import messages as msg
 from app.session.history import Message
+from app.vocab.speech import WordScore
 
 Event = dict[str, Any]
 
@@ -194,10 +194,6 @@ def speech_started(item_id: str, audio_start_ms: int) -> Event:
     return _event(
         "input_audio_buffer.speech_started", item_id=item_id, audio_start_ms=audio_start_ms
     )
-
-
-def dtmf_received(key: str, at: float) -> Event:
-    return _event("input_audio_buffer.dtmf_event_received", event=key, received_at=int(at))
 
 
 def speech_stopped(item_id: str, audio_end_ms: int) -> Event:

@@ -21,13 +21,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from app.engines.llm import Tool, ToolChoice
 from app.session.options import (
     OptionChanges,
     SessionOptions,
     Truncation,
     TurnDetectionChange,
 )
+from app.vocab.chat import Tool, ToolChoice
 
 RATE = 24_000  # audio/pcm: pcm16 mono
 # The audio formats of a WebSocket's input_audio_buffer.append and audio deltas. G.711

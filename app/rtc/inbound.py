@@ -9,15 +9,15 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from av import AudioFrame
 
 from app.audio.resample import Resampler
-
-INBOUND_RATE = 16_000
+from app.vocab.pcm import INBOUND_RATE
 
 
 class InboundAudio:
     """Pulls frames from an aiortc track, resamples once per session, hands PCM on.
 
-    Processing is inline and cheap (resample + VAD are microseconds per frame),
-    so aiortc's own jitter buffer is the only queue and it never grows.
+    Processing is inline and cheap (resample + VAD are microseconds per frame), so
+    nothing queues here; aiortc's receiver passes each packet on as it comes
+    (rtc/patches.py).
     """
 
     def __init__(self, track: MediaStreamTrack, on_pcm: Callable[[bytes], None]) -> None:

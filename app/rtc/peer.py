@@ -19,10 +19,9 @@ from aiortc.mediastreams import MediaStreamTrack
 from app.errors import SignallingError
 from app.rtc.candidates import MAX_REMOTE_CANDIDATES, keep_usable, usable
 from app.rtc.datachannel import MAX_MESSAGE_BYTES, PeerEvents
-from app.rtc.dtls import accept_rsa_peers
 from app.rtc.inbound import InboundAudio
-from app.rtc.jitter import release_audio_promptly
 from app.rtc.outbound import PacedAudioTrack
+from app.rtc.patches import release_audio_promptly
 from app.rtc.sdp import audio_rate_for_offer, ice_ufrag, sent_audio_codec
 from app.rtc.trickle import IceFragment
 from app.tasks import CloseOnce, cancel_task, spawn
@@ -44,7 +43,6 @@ class RtcPeer:
         self.session_id = session_id
         self._dtx = dtx
         servers = [RTCIceServer(**entry) for entry in ice_servers]
-        accept_rsa_peers()  # gateways with RSA certificates, as well as browsers
         # An explicit empty list: aiortc's default would try a public STUN server.
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
         self.connected = asyncio.Event()

@@ -10,10 +10,11 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engines.llm import ChatMessage, ToolCallRequest
 from app.errors import EngineError
 from app.session.messages import FunctionCall
 from app.session.options import Truncation
+from app.vocab.chat import ChatMessage, ToolCallRequest
+from app.vocab.pcm import BYTES_PER_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ class History:
                 continue
             kept_items += 1
             kept_bytes += len(message.audio)
-            if kept_items > AUDIO_ITEMS or kept_bytes > AUDIO_S * 32_000:
+            if kept_items > AUDIO_ITEMS or kept_bytes > AUDIO_S * BYTES_PER_S:
                 message.audio, message.audio_dropped = None, True
 
     def find(self, item_id: str) -> Message | None:

@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Callable
 
 from app.agent.timings import TurnTimings
-from app.engines.stt import Transcript
 from app.session.speaking.reply import Reply
+from app.vocab.speech import Transcript
 
 
 class Job:

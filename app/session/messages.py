@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.engines.stt import WordScore
+from app.vocab.speech import WordScore
 
 Modality = Literal["audio", "text"]
 

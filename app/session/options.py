@@ -11,9 +11,11 @@ from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
+from app.agent.responders import Responder
 from app.config import LimitsSettings, Settings, VadSettings
-from app.engines.llm import Tool, ToolChoice
 from app.session.refusals import OptionError
+from app.vocab.chat import Tool, ToolChoice
+from app.vocab.speech import TurnModel
 
 T = TypeVar("T")
 
@@ -228,3 +230,22 @@ def _within(changes: OptionChanges, limits: LimitsSettings) -> None:
                 f"tool {name!r} is {size} bytes of JSON, over this server's {limits.tool_bytes}",
                 "tools",
             )
+
+
+def changed_options(
+    options: SessionOptions,
+    changes: OptionChanges,
+    settings: Settings,
+    responder: Responder | None,
+    turn_model: TurnModel | None,
+) -> SessionOptions:
+    """`options` with `changes` applied, as a session answered by `responder` (None: not
+    loaded yet, so any voice) may take them; OptionError otherwise, and nothing changes."""
+    return options.changed(
+        changes,
+        voices=responder.voices if responder is not None else (),
+        base_vad=settings.vad,
+        writes_text=responder is None or responder.answers_text,
+        semantic_ok=turn_model is not None,
+        limits=settings.limits,
+    )

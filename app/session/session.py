@@ -1,7 +1,7 @@
 """One conversation: verbs in, typed messages out. Per-session state only; the
 responder and the engines behind it are shared by every session.
 
-A dialect at the edge (the OpenAI Realtime events, later telephony) turns its
+A dialect at the edge (the OpenAI Realtime events, a carrier's media stream) turns its
 client's requests into these verbs and the messages into its wire events.
 """
 
@@ -15,8 +15,6 @@ from collections.abc import Callable
 from app.agent.responders import Responder
 from app.audio.vad import UtteranceEnded, UtteranceStarted
 from app.config import Settings
-from app.engines.stt import Transcript
-from app.engines.turn import TurnModel
 from app.ids import new_id
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
@@ -25,9 +23,15 @@ from app.session.items import Items
 from app.session.jobs import Job, ReplyRequest, UserTurn
 from app.session.listening.interruption import InterruptionCallbacks, Interruptions
 from app.session.listening.keypad import KEYS, Keypad, entry_text
+from app.session.listening.manual import ManualInput
 from app.session.listening.speculation import Speculation
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
-from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
+from app.session.options import (
+    OptionChanges,
+    SessionOptions,
+    TurnDetectionChange,
+    changed_options,
+)
 from app.session.refusals import (
     CannotAnswerText,
     NoActiveResponse,
@@ -40,6 +44,7 @@ from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.tasks import CloseOnce, OneShot, cancel_task, spawn
+from app.vocab.speech import Transcript, TurnModel
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +52,6 @@ log = logging.getLogger(__name__)
 # keeps talking while a reply is still running, the oldest waiting one is dropped
 # (and the client told).
 JOB_QUEUE_SIZE = 2
-# With turn detection off, audio waits for commit_input() (beyond
-# vad.max_utterance_s the oldest is dropped); a commit needs at least this much.
-MIN_COMMIT_MS = 100
-BYTES_PER_MS = 32  # 16 kHz mono s16
 # The conversation kept in memory, in prompts' worth (llm.max_history_messages):
 # older items than a prompt holds stay retrievable and deletable for a while.
 HISTORY_PROMPTS = 4
@@ -120,7 +121,7 @@ class Session:
         self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
         self._job: Job | None = None  # the one being answered
         self._item_id = new_id("item")  # the user's next utterance
-        self._manual = bytearray()  # audio since the last commit, when turn detection is off
+        self._manual = ManualInput(settings.vad.max_utterance_s)  # turn detection off
         self._worker: asyncio.Task[None] | None = None
         self._idle = OneShot(self._idle_timed_out)  # the idle timeout after a reply
         self._keypad = Keypad(settings.turn.keypad_pause_ms, self._keys_entered)
@@ -178,13 +179,8 @@ class Session:
     def configure(self, changes: OptionChanges) -> None:
         """Change this session's options, all or none (OptionError)."""
         before = self.options
-        self.options = before.changed(
-            changes,
-            voices=self._responder.voices,
-            base_vad=self._settings.vad,
-            writes_text=self._responder.answers_text,
-            semantic_ok=self._turn_model is not None,
-            limits=self._settings.limits,
+        self.options = changed_options(
+            before, changes, self._settings, self._responder, self._turn_model
         )
         if not self.options.idle_timeout_ms:
             self._idle.cancel()
@@ -197,7 +193,7 @@ class Session:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         self.usage.audio_in_samples += len(pcm16k) // 2
         if self.options.vad is None:
-            self._buffer_manual(pcm16k)
+            self._manual.push(pcm16k)
             return
         self._turns.push(pcm16k, interruptible=self.reply is not None)
 
@@ -212,9 +208,9 @@ class Session:
     def commit_input(self) -> None:
         """End the user's turn now (NothingToCommit if there is no speech)."""
         if self.options.vad is None:
-            if len(self._manual) < MIN_COMMIT_MS * BYTES_PER_MS:
+            audio = self._manual.take()
+            if audio is None:
                 raise NothingToCommit("the input audio buffer holds no speech to commit")
-            audio, self._manual = bytes(self._manual), bytearray()
             self._committed(audio)
             return
         if not self._turns.end_now():
@@ -300,12 +296,6 @@ class Session:
             return
         self._barge_in()
         self._enqueue(ReplyRequest(self.id, None))
-
-    def _buffer_manual(self, pcm16k: bytes) -> None:
-        self._manual += pcm16k
-        limit = int(self._settings.vad.max_utterance_s * 1000 * BYTES_PER_MS)
-        if len(self._manual) > limit:
-            del self._manual[: len(self._manual) - limit]
 
     def _talked_over(self, spoken_ms: int) -> None:
         """The user spoke over the reply long enough (`spoken_ms` so far): hold it while

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.engines.llm import TokenCount
-
-SAMPLES_PER_S = 16_000  # the session's input: 16 kHz mono
+from app.vocab.chat import TokenCount
+from app.vocab.pcm import INBOUND_RATE
 
 
 @dataclass(slots=True)
@@ -29,7 +28,7 @@ class Usage:
 
     def snapshot(self) -> dict[str, float | int]:
         return {
-            "audio_in_s": round(self.audio_in_samples / SAMPLES_PER_S, 3),
+            "audio_in_s": round(self.audio_in_samples / INBOUND_RATE, 3),
             "audio_out_s": round(self.audio_out_s, 3),
             "turns": self.turns,
             "replies": self.replies,

@@ -9,16 +9,9 @@ import pytest
 
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
-from app.engines.llm import (
-    ChatMessage,
-    Delta,
-    OpenAICompatLLM,
-    TokenCount,
-    Tool,
-    ToolCallDelta,
-    ToolChoice,
-)
+from app.engines.llm import OpenAICompatLLM
 from app.errors import EngineError
+from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from tests.conftest import LlamaServer
 from tests.support.server import free_port
 

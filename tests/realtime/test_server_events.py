@@ -10,10 +10,10 @@ import pytest
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
-from app.engines.stt import WordScore
 from app.realtime.server_events import for_message, item_retrieved
 from app.session import messages as msg
 from app.session.history import Message
+from app.vocab.speech import WordScore
 
 SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
 TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}

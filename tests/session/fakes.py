@@ -16,24 +16,15 @@ import numpy as np
 from app.agent.responders import AgentResponder, Responder
 from app.config import Settings, VadSettings
 from app.engines import Engines
-from app.engines.llm import (
-    ChatLLM,
-    ChatMessage,
-    Delta,
-    TokenCount,
-    Tool,
-    ToolCallDelta,
-    ToolChoice,
-)
-from app.engines.stt import Transcript, WordScore
-from app.engines.tts import Speech
-from app.engines.turn import TurnModel
+from app.engines.llm import ChatLLM
 from app.errors import EngineError
 from app.observability.counters import InterruptionStats
 from app.rtc.outbound import PacedAudioTrack
 from app.session.messages import SessionMessage
 from app.session.session import Session
 from app.tasks import cancel_task
+from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from app.vocab.speech import Speech, Transcript, TurnModel, WordScore
 
 M = TypeVar("M")
 

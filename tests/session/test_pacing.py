@@ -20,8 +20,8 @@ from app.agent.responders import (
 )
 from app.agent.timings import TurnTimings
 from app.engines import Engines
-from app.engines.llm import ChatMessage, Delta
-from app.engines.tts import Speech
+from app.vocab.chat import ChatMessage, Delta
+from app.vocab.speech import Speech
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTTS
 
 

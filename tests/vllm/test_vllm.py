@@ -17,7 +17,8 @@ import websockets
 
 from app.audio.level import rms_db
 from app.config import LlmSettings
-from app.engines.llm import ChatMessage, OpenAICompatLLM, TokenCount
+from app.engines.llm import OpenAICompatLLM
+from app.vocab.chat import ChatMessage, TokenCount
 from clients import AgentClient, load_wav
 from tests.support.realtime import create_user_text
 from tests.support.server import ServerProcess

@@ -23,11 +23,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from app.engines.stt import Transcript
 from app.errors import EngineError
 from app.observability.counters import InterruptionStats
 from app.session.speaking.reply import Reply
 from app.tasks import OneShot, cancel_task, spawn
+from app.vocab.speech import Transcript
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from app.engines.turn import TurnModel
 from app.errors import EngineError
 from app.tasks import cancel_task, spawn
+from app.vocab.speech import TurnModel
 
 log = logging.getLogger(__name__)
 

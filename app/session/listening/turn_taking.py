@@ -23,10 +23,10 @@ from app.audio.vad import (
     UtteranceStarted,
 )
 from app.config import Settings
-from app.engines.turn import TurnModel
 from app.session.listening.bargein import BargeIn
 from app.session.listening.semantic import TurnJudge
 from app.session.options import SessionOptions
+from app.vocab.speech import TurnModel
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,6 @@ from collections.abc import Callable
 
 from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
-from app.engines.llm import ChatMessage, ToolCallDelta, ToolChoice
-from app.engines.stt import Transcript
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
 from app.session.history import ConversationTooLong, History, Message
@@ -24,6 +22,9 @@ from app.session.options import SessionOptions
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
+from app.vocab.chat import ChatMessage, ToolCallDelta, ToolChoice
+from app.vocab.pcm import BYTES_PER_S
+from app.vocab.speech import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class Answerer:
         self._history.add(Message("user", "", turn.item_id, spoken=True, audio=turn.audio))
 
     def _heard(self, turn: UserTurn, heard: Transcript) -> None:
-        seconds = len(turn.audio) / 32_000
+        seconds = len(turn.audio) / BYTES_PER_S
         self._emit(msg.UserTranscribed(turn.item_id, heard.text, seconds, heard.words))
         # Kept even when nothing could be made out: the item exists, with its audio.
         self._history.add(Message("user", heard.text, turn.item_id, spoken=True, audio=turn.audio))

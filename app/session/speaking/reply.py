@@ -17,7 +17,6 @@ import logging
 from collections.abc import Callable
 
 from app.agent.timings import TurnTimings
-from app.engines.llm import ToolCallDelta
 from app.errors import EndOfStream
 from app.ids import new_id
 from app.session import messages as msg
@@ -25,6 +24,7 @@ from app.session.history import History, Message, Spoken, heard_text
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.tool_calls import ToolCalls
 from app.session.usage import Usage
+from app.vocab.chat import ToolCallDelta
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from app.engines.llm import ToolCallDelta
 from app.ids import new_id
 from app.session import messages as msg
+from app.vocab.chat import ToolCallDelta
 
 
 @dataclass(slots=True)

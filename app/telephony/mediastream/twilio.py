@@ -29,12 +29,12 @@ from app.session import messages as msg
 from app.session.messages import SessionMessage
 from app.session.session import Session
 from app.telephony.mediastream.playout import MarkedPlayout
+from app.vocab.pcm import INBOUND_RATE
 from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
 
 RATE = g711.RATE
-INBOUND_RATE = 16_000
 FORMAT = {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1}
 # Telnyx's start.media_format, by encoding.
 TELNYX_LAWS: dict[str, g711.Law] = {"PCMU": "ulaw", "PCMA": "alaw"}

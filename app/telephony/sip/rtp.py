@@ -28,12 +28,12 @@ from app.audio import g711
 from app.audio.playout import PacedPlayout
 from app.audio.resample import Resampler
 from app.telephony.sip.sdp import AudioOffer
+from app.vocab.pcm import INBOUND_RATE
 
 log = logging.getLogger(__name__)
 
 HEADER = struct.Struct("!BBHII")
 VERSION = 2
-INBOUND_RATE = 16_000
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz
 # RFC 4733 events 0-15: the keypad.
 KEYS = "0123456789*#ABCD"

@@ -22,21 +22,21 @@ import asyncio
 import dataclasses
 import logging
 import re
-import socket
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 from app.calls.admission import Caller, client_key
 from app.config import SipSettings
-from app.errors import AddressLimitReached, NotReady, RateLimited, SessionLimitReached
 from app.tasks import TaskSet
 from app.telephony.sip import message as sip
+from app.telephony.sip.addresses import host_port, local_address
+from app.telephony.sip.answered import Answered
 from app.telephony.sip.auth import DigestAuth, SourceFilter
+from app.telephony.sip.dialog import Dialog
 from app.telephony.sip.leg import SipLeg
 from app.telephony.sip.message import SipMessage, SipParseError
-from app.telephony.sip.sdp import AudioOffer, BadSdp, NotAcceptable, answer, read_offer
+from app.telephony.sip.refusals import REFUSED, refusal
+from app.telephony.sip.sdp import AudioOffer, NotAcceptable, answer, read_offer
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ T1_S, T2_S = 0.5, 4.0  # RFC 3261's retransmission timers
 TIMEOUT_S = 64 * T1_S  # timer B/F/H: a transaction gives up
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
 MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
-MAX_REMEMBERED = 1024  # final responses kept for retransmitted requests
 TRYING_S = 0.2  # RFC 3261 17.2.1: 100 Trying if the answer takes longer than this
 LOG_CHARS = 64  # of a client's string (a Call-ID) in a log line
 DTMF_RELAY = re.compile(r"^Signal[ \t]*=[ \t]*(\S)", re.MULTILINE | re.IGNORECASE)
@@ -54,19 +53,6 @@ class Calls(Protocol):
     async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ...) -> SipLeg: ...
 
     async def hang_up(self, session_id: str) -> bool: ...
-
-
-@dataclass(slots=True)
-class Dialog:
-    invite: SipMessage
-    source: tuple[str, int]
-    local_tag: str = field(default_factory=sip.new_tag)
-    leg: SipLeg | None = None
-    final: bytes | None = None  # our final response to the INVITE, resent on retransmission
-    cancelled: bool = False
-    confirmed: bool = False  # the ACK came
-    ended: bool = False  # BYE sent or received
-    cseq: int = 1
 
 
 class SipServer(asyncio.DatagramProtocol):
@@ -84,8 +70,7 @@ class SipServer(asyncio.DatagramProtocol):
         # password, its calls are not held to one address's rate or share of the slots.
         self._vouched = bool(settings.allow) or self._auth is not None
         self._dialogs: dict[str, Dialog] = {}  # by Call-ID
-        # Final responses by (Call-ID, branch, method), resent for retransmitted requests.
-        self._answered: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._answered = Answered()  # final responses, for retransmitted requests
         self._pending: dict[str, asyncio.Event] = {}  # our requests' branches, until answered
         self._tasks = TaskSet()  # answering INVITEs, hanging up on BYEs, our own BYEs
         self._transport: asyncio.DatagramTransport | None = None
@@ -146,7 +131,7 @@ class SipServer(asyncio.DatagramProtocol):
             self._reply(request, source, 400, f"Bad Request ({reason})")
 
     def _request_received(self, request: SipMessage, source: tuple[str, int]) -> None:
-        answered = self._answered.get(_key(request))
+        answered = self._answered.get(request)
         if answered is not None:
             self._send(answered, source)  # a retransmission: the caller missed our answer
             return
@@ -220,8 +205,8 @@ class SipServer(asyncio.DatagramProtocol):
             self._refuse(dialog, 487, "Request Terminated")
             await self._calls.hang_up(leg.session_id)
             return
-        address = self.settings.public_address or _local_address(source[0], self._host)
-        contact = f"<sip:agent@{_host_port(address, self.port)}>"
+        address = self.settings.public_address or local_address(source[0], self._host)
+        contact = f"<sip:agent@{host_port(address, self.port)}>"
         body = answer(offer, address, leg.port).encode()
         dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
                                     headers=[("Contact", contact), ("Allow", ALLOW),
@@ -240,25 +225,10 @@ class SipServer(asyncio.DatagramProtocol):
             offer = dataclasses.replace(offer, signalling_ip=source[0])
             caller = Caller(client_key(source[0]), vouched=self._vouched)
             return await self._calls.open_sip(offer, self._host, caller), offer
-        except NotAcceptable as exc:
-            self._refuse(dialog, 488, "Not Acceptable Here", [("Warning", _warning(exc))])
-        except BadSdp as exc:
-            self._refuse(dialog, 400, "Bad Request", [("Warning", _warning(exc))])
-        except SessionLimitReached as exc:
-            self._refuse(dialog, 486, "Busy Here", [("Retry-After", str(exc.retry_after_s))])
-        except AddressLimitReached as exc:
-            # This address holds its share of the slots: the agent is busy, for it.
-            self._refuse(dialog, 486, "Busy Here", _retry_after(exc))
-        except RateLimited as exc:
-            # Too many new calls from it: RFC 3261 21.5.4's "not now, retry after", which
-            # a trunk also takes as a cue to try its other routes, rather than "busy".
-            self._refuse(dialog, 503, "Service Unavailable", _retry_after(exc))
-        except NotReady as exc:
-            self._refuse(dialog, 503, "Service Unavailable",
-                         [("Retry-After", "5"), ("Warning", _warning(exc))])  # fmt: skip
         except Exception as exc:
-            log.exception("SIP call %s could not be set up", request.call_id[:LOG_CHARS])
-            self._refuse(dialog, 500, "Server Internal Error", [("Warning", _warning(exc))])
+            if not isinstance(exc, REFUSED):
+                log.exception("SIP call %s could not be set up", request.call_id[:LOG_CHARS])
+            self._refuse(dialog, *refusal(exc))
         return None
 
     async def _until_acked(self, dialog: Dialog) -> None:
@@ -293,16 +263,8 @@ class SipServer(asyncio.DatagramProtocol):
         recover a lost refusal just as well."""
         data = sip.response(request, status, reason, to_tag=to_tag or sip.new_tag(),
                             source=source, headers=list(headers))  # fmt: skip
-        self._remember(request, data)
+        self._answered.remember(request, data)
         self._send(data, source)
-
-    def _remember(self, request: SipMessage, data: bytes) -> None:
-        """A final response, for the retransmissions of its request (for 64*T1)."""
-        key = _key(request)
-        self._answered[key] = data
-        while len(self._answered) > MAX_REMEMBERED:
-            self._answered.popitem(last=False)
-        asyncio.get_running_loop().call_later(TIMEOUT_S, self._answered.pop, key, None)
 
     def _in_dialog(self, request: SipMessage) -> Dialog | None:
         """The answered call `request` is within: its Call-ID and both tags match."""
@@ -324,7 +286,7 @@ class SipServer(asyncio.DatagramProtocol):
                                 body=offered), source)  # fmt: skip
 
     def _ack(self, request: SipMessage) -> None:
-        self._answered.pop((request.call_id, request.branch, "INVITE"), None)  # ACK to a refusal
+        self._answered.acked(request)  # an ACK to a refusal
         dialog = self._in_dialog(request)
         if dialog is not None and dialog.leg is not None:
             dialog.confirmed = True
@@ -381,9 +343,9 @@ class SipServer(asyncio.DatagramProtocol):
         """Timer E: BYE again at T1 doubling to T2 until any final response, or timer F."""
         invite, branch = dialog.invite, sip.new_branch()
         target = sip.uri_of(invite.get("Contact") or "") or invite.uri
-        address = self.settings.public_address or _local_address(dialog.source[0], self._host)
+        address = self.settings.public_address or local_address(dialog.source[0], self._host)
         headers = [
-            ("Via", f"SIP/2.0/UDP {_host_port(address, self.port)};branch={branch};rport"),
+            ("Via", f"SIP/2.0/UDP {host_port(address, self.port)};branch={branch};rport"),
             ("Max-Forwards", "70"),
             ("From", f"{invite.get('To')};tag={dialog.local_tag}"),
             ("To", invite.get("From") or ""),
@@ -420,7 +382,7 @@ class SipServer(asyncio.DatagramProtocol):
         data = sip.response(request, status, reason, to_tag=to_tag, source=source,
                             headers=list(headers))  # fmt: skip
         if status >= 200 and request.method != "INVITE":
-            self._remember(request, data)  # a BYE sent again gets its 200 again, not a 481
+            self._answered.remember(request, data)  # a BYE sent again gets its 200 again
         self._send(data, source)
 
     def _send(self, data: bytes, destination: tuple[str, int]) -> None:
@@ -428,35 +390,6 @@ class SipServer(asyncio.DatagramProtocol):
             self._transport.sendto(data, destination)
 
 
-def _key(request: SipMessage) -> tuple[str, str, str]:
-    """A server transaction's name: CANCEL shares its INVITE's branch, not its method."""
-    return request.call_id, request.branch, request.method
-
-
 def _cseq_number(request: SipMessage) -> int:
     number = (request.get("CSeq") or "").split(" ")[0]
     return int(number) if sip.is_number(number) else 0
-
-
-def _warning(exc: Exception) -> str:
-    text = re.sub(r'["\r\n]', "'", str(exc))[:120]
-    return f'399 voice-agent "{text}"'
-
-
-def _retry_after(exc: RateLimited) -> list[tuple[str, str]]:
-    return [("Retry-After", str(exc.retry_after_s)), ("Warning", _warning(exc))]
-
-
-def _host_port(address: str, port: int) -> str:
-    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-
-
-def _local_address(remote: str, bound: str) -> str:
-    """The address of ours that `remote` reaches: where we are bound, or the interface
-    the route to it leaves by."""
-    if bound not in ("", "0.0.0.0", "::"):
-        return bound
-    family = socket.AF_INET6 if ":" in remote else socket.AF_INET
-    with socket.socket(family, socket.SOCK_DGRAM) as probe:
-        probe.connect((remote, 9))  # no packet is sent: this only picks the route
-        return str(probe.getsockname()[0])
