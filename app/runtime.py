@@ -13,7 +13,7 @@ from collections.abc import Callable
 from app.agent.responders import AgentResponder, EchoResponder, Responder
 from app.config import Settings
 from app.engines import Engines, load_engines
-from app.engines.turn import SmartTurn
+from app.engines.smart_turn import SmartTurn
 from app.errors import EngineError, NotReady
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.observability.health import EngineHealth

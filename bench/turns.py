@@ -25,7 +25,7 @@ import numpy as np
 
 from app.audio.vad import UtteranceEnded
 from app.config import Settings, TurnSettings
-from app.engines.turn import SmartTurn
+from app.engines.smart_turn import SmartTurn
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
 from app.vocab.speech import TurnModel

@@ -1,6 +1,6 @@
 """semantic_vad with a turn-model double: a finished turn ends at the first pause,
 an unfinished one waits for more speech or the eagerness ceiling. The real
-Smart Turn model is tested in tests/engines/test_turn.py and end to end."""
+Smart Turn model is tested in tests/engines/test_smart_turn.py and end to end."""
 
 from __future__ import annotations
 

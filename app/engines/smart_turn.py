@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from app.audio.turn_features import turn_features
+from app.audio.log_mel import smart_turn_features
 from app.config import TurnSettings
 from app.engines.gate import Gate
 from app.errors import EngineError
@@ -61,7 +61,7 @@ class SmartTurn:
         return await self._gate.run(self._predict, pcm16k, priority=0)
 
     def _predict(self, pcm16k: bytes) -> float:
-        features = turn_features(pcm16k)[np.newaxis]
+        features = smart_turn_features(pcm16k)[np.newaxis]
         (probability,) = self._session.run(None, {"input_features": features})
         return float(np.asarray(probability).reshape(-1)[0])
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.audio.turn_features import turn_features
+from app.audio.log_mel import smart_turn_features
 from app.config import TurnSettings
-from app.engines.turn import SmartTurn
+from app.engines.smart_turn import SmartTurn
 from app.errors import EngineError
 from clients import load_wav
 from tests.support.speech import have_espeak
@@ -68,11 +68,13 @@ def test_the_features_are_the_models_own() -> None:
     reference = compute_whisper_log_mel_features(
         np.pad(pcm.astype(np.float32) / 32768, (16_000 * 5, 0))
     )
-    ours = turn_features(pcm.tobytes())
+    ours = smart_turn_features(pcm.tobytes())
     assert ours.shape == (80, 800) and np.abs(ours - reference).max() < 1e-4
     # Longer than 8 s: only the end counts.
     long = rng.normal(0, 3000, 16_000 * 12).astype(np.int16)
-    assert np.array_equal(turn_features(long.tobytes()), turn_features(long[-128_000:].tobytes()))
+    assert np.array_equal(
+        smart_turn_features(long.tobytes()), smart_turn_features(long[-128_000:].tobytes())
+    )
 
 
 def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def _extractor() -> object:
     return FeatureExtractor(feature_size=MEL_BINS, sampling_rate=RATE, chunk_length=WINDOW_S)
 
 
-def turn_features(pcm16k: bytes) -> np.ndarray:
+def smart_turn_features(pcm16k: bytes) -> np.ndarray:
     """(80, 800) float32 features of the end of an utterance (16 kHz mono s16)."""
     samples = np.frombuffer(pcm16k, dtype=np.int16)[-WINDOW:].astype(np.float32) / 32768.0
     audio = np.zeros(WINDOW, dtype=np.float32)
