@@ -1,7 +1,7 @@
 """What every call shares, built once at start-up: the settings, the engines and what
-answers (the agent or the echo), the turn model, the process's counters, its metrics and
-tracer. Routes reach it through one dependency (app/api/deps.py); calls are built on it
-(app/calls/)."""
+answers (the agent or the echo), the turn model, the voice detector's model, the
+process's counters, its metrics and tracer. Routes reach it through one dependency
+(app/api/deps.py); calls are built on it (app/calls/)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from app.agent.responders import AgentResponder, EchoResponder, Responder
 from app.config import Settings
 from app.engines import Engines, load_engines
+from app.engines.silero_vad import SileroVad
 from app.engines.smart_turn import SmartTurn
 from app.errors import EngineError, NotReady
 from app.observability.counters import InterruptionStats, SpeculationStats
@@ -21,7 +22,7 @@ from app.observability.metrics import Metrics
 from app.observability.tracing import TurnTracer
 from app.observability.usage import UsageLedger
 from app.session.messages import SessionMessage
-from app.vocab.speech import TurnModel
+from app.vocab.speech import TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ class Runtime:
         self.settings = settings
         self.responder: Responder | None = None  # set once the engines are loaded
         self.turn_model: TurnModel | None = None  # semantic_vad, where it could be loaded
+        self.voice_model: VoiceModel | None = None  # None: calls use webrtcvad
         self.load_error: str | None = None
         self._engines: Engines | None = None
         # Over every session since the start.
@@ -70,6 +72,7 @@ class Runtime:
                 first_words = self.settings.tts.first_chunk_words
                 responder = AgentResponder(self._engines, first_chunk_words=first_words)
             self.turn_model = await self._load_turn_model()
+            self.voice_model = await self._load_voice_model()
             self.responder = responder  # last: calls are taken from now on
             # The engines live as long as the process: keep the cyclic GC from
             # re-scanning their objects, so the collections after each call stay sub-ms.
@@ -88,6 +91,22 @@ class Runtime:
                 raise
             log.warning("no turn model, so no semantic_vad: %s", exc)
             return None
+
+    async def _load_voice_model(self) -> VoiceModel | None:
+        """Silero, unless vad.detector says webrtcvad; a call is better served by
+        webrtcvad than refused, so a model that cannot load is only warned about."""
+        if self.settings.vad.detector != "silero":
+            return None
+        try:
+            return await asyncio.to_thread(SileroVad, self.settings.vad)
+        except EngineError as exc:
+            log.warning("calls use webrtcvad instead of Silero VAD: %s", exc)
+            return None
+
+    @property
+    def vad(self) -> str:
+        """The voice detector calls use."""
+        return self.voice_model.name if self.voice_model is not None else "webrtcvad"
 
     def observed(
         self, session_id: str, deliver: Callable[[SessionMessage], None]

@@ -40,7 +40,7 @@ LONG_UTTERANCE = (
     "This is a long sentence that keeps going for a while, so that the echo of it "
     "plays for several seconds, which leaves plenty of time to talk over it."
 )
-INTERRUPTION = "Wait, stop. What is two plus two?"
+INTERRUPTION = "Wait, stop, what is two plus two?"
 BACKCHANNEL = "Yeah, okay."  # Whisper tiny.en hears espeak-ng's "Mm-hmm" as "Mm-mm"
 AUDIBLE_WITHIN_S = 0.06  # reply audio this recent counts as playing
 

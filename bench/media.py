@@ -3,6 +3,7 @@
     python -m bench.media                          # 1 and 4 calls, uvloop and asyncio
     python -m bench.media --calls 1 4 8 --loops uvloop
     python -m bench.media --profile                # + py-spy's split at the largest count
+    python -m bench.media --server=--audio-echo-cancellation=true   # any server flags
 
 The echo agent answers, so only the media path runs: for WebRTC, ICE, DTLS-SRTP, RTP,
 Opus decode and encode, resampling, VAD and pacing; for SIP, plain RTP and G.711.
@@ -208,6 +209,13 @@ def main(argv: list[str] | None = None) -> int:
         "--loops", nargs="+", choices=["uvloop", "asyncio"], default=["uvloop", "asyncio"]
     )
     parser.add_argument("--profile", action="store_true", help="also py-spy's split (uvloop)")
+    parser.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="more server flags, e.g. --server=--audio-noise-reduction=far_field (one each)",
+    )
     args = parser.parse_args(argv)
     print(machine())
     folder = Path(tempfile.mkdtemp(prefix="media-"))
@@ -218,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for loop in args.loops:
         server = ServerProcess(
             ["--agent", "echo", "--max-sessions", str(max(args.calls)),
-             "--sip-port", str(free_udp_port()), "--server-event-loop", loop],
+             "--sip-port", str(free_udp_port()), "--server-event-loop", loop, *args.server],
             folder / f"server-{loop}.log",
         )  # fmt: skip
         server.wait_healthy()

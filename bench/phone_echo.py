@@ -1,4 +1,4 @@
-"""How loud a phone line's echo may be before the echo guard lets it through.
+"""How loud a phone line's echo may be before the echo canceller or guard lets it through.
 
     python -m bench.phone_echo                     # return loss 6, 10, 12, 15, 20 dB
     python -m bench.phone_echo --return-loss 8 12
@@ -7,8 +7,8 @@ A Python phone (tests/support/rtp_phone.py) calls the echo agent over SIP, says 
 sentence, and feeds the agent's voice back into its microphone `return loss` dB down and
 100 ms late, as a line without echo cancellation does. With the echo agent, an echo
 heard as speech becomes a turn that is played back and echoed again, so the count of
-turns over 20 s says how much got through. Run with the guard on (phone calls' default,
-vad.echo_margin_db as configured) and off. It prints figures; it asserts nothing.
+turns over 20 s says how much got through. Run with the echo canceller and the guard on
+(phone calls' default), each alone, and neither. It prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -48,29 +48,36 @@ def main(argv: list[str] | None = None) -> int:
     wav = folder / "sentence.wav"
     speak_to_wav("Please read back my account number, slowly and clearly.", wav)
     sentence = telephone_pcm(wav)
+    fronts = {  # name: (echo cancellation, echo guard) for phone calls
+        "cancelled+guard": ("true", "true"),
+        "cancelled": ("true", "false"),
+        "guard": ("false", "true"),
+        "neither": ("false", "false"),
+    }
     servers = {
-        guard: ServerProcess(
+        name: ServerProcess(
             [
                 "--agent",
                 "echo",
                 "--sip-port",
                 str(free_udp_port()),
+                "--audio-echo-cancellation-phones",
+                cancel,
                 "--vad-echo-guard-phones",
                 guard,
             ],
-            folder / f"guard-{guard}.log",
+            folder / f"{name}.log",
         )  # fmt: skip
-        for guard in ("true", "false")
+        for name, (cancel, guard) in fronts.items()
     }
     try:
         for server in servers.values():
             server.wait_healthy()
         print(f"turns in {LISTEN_S:.0f} s after one sentence (1 = the echo never became a turn)")
-        print("return loss dB  guard on  guard off")
+        print("return loss dB " + "".join(f"{name:>17}" for name in servers))
         for loss in args.return_loss:
-            on = asyncio.run(turns(servers["true"], loss, sentence))
-            off = asyncio.run(turns(servers["false"], loss, sentence))
-            print(f"{loss:>14.0f} {on:>9} {off:>10}")
+            counts = [asyncio.run(turns(server, loss, sentence)) for server in servers.values()]
+            print(f"{loss:>14.0f} " + "".join(f"{count:>17}" for count in counts), flush=True)
     finally:
         for server in servers.values():
             server.stop()

@@ -25,10 +25,11 @@ import numpy as np
 
 from app.audio.vad import UtteranceEnded
 from app.config import Settings, TurnSettings
+from app.engines.silero_vad import SileroVad
 from app.engines.smart_turn import SmartTurn
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
 from app.session.options import OptionChanges, SessionOptions, TurnDetectionChange
-from app.vocab.speech import TurnModel
+from app.vocab.speech import TurnModel, VoiceModel
 from bench import machine
 from bench.latency import percentile
 from clients import load_wav
@@ -100,6 +101,7 @@ async def main() -> None:
     parser.parse_args()
     settings = Settings()
     model = SmartTurn(TurnSettings())
+    silero = SileroVad(settings.vad)
     asked_ms: list[float] = []
     timed = Timed(model, asked_ms)
     print(machine())
@@ -111,14 +113,14 @@ async def main() -> None:
             speculation = Speculation()
             for audio, last_word_s in finished:
                 ends = await turn_ends(
-                    settings, options, timed, audio, last_word_s + 4.5, speculation
+                    settings, options, (timed, silero), audio, last_word_s + 4.5, speculation
                 )
                 if ends:
                     delays.append((ends[0] - last_word_s) * 1000)
             cut = 0
             for audio, last_word_s in hesitant:
                 ends = await turn_ends(
-                    settings, options, timed, audio, last_word_s + 4.5, speculation
+                    settings, options, (timed, silero), audio, last_word_s + 4.5, speculation
                 )
                 cut += bool(ends) and ends[0] < last_word_s - 0.3
             print(
@@ -160,7 +162,7 @@ class Speculation:
 async def turn_ends(
     settings: Settings,
     options: SessionOptions,
-    model: TurnModel,
+    models: tuple[TurnModel, VoiceModel],
     audio: np.ndarray,
     stop_s: float,
     speculation: Speculation,
@@ -182,7 +184,8 @@ async def turn_ends(
         ended=ended,
         interrupted=ignore,
     )
-    turns = TurnTaking("bench", settings, callbacks, turn_model=model, output_level=None)
+    model, voice = models
+    turns = TurnTaking("bench", settings, callbacks, model, voice, output_level=None)
     turns.configure(options)
     clock["start"] = time.monotonic()
     await play(turns, audio, stop_s)

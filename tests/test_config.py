@@ -79,6 +79,8 @@ OTHER_VALUES: dict[str, object] = {
     "server.event_loop": "asyncio",
     "limits.event_bytes": 65_536,
     "vad.frame_ms": 10,
+    "vad.detector": "webrtcvad",
+    "audio.noise_reduction": "far_field",
     "vad.aggressiveness": 3,
     "vad.interrupt_mode": "cancel",
     "stt.min_window_s": 20.0,

@@ -95,8 +95,12 @@ class Responder(Protocol):
     voices: tuple[str, ...]  # what a session's voice may be; empty: anything
     answers_text: bool  # can reply to typed messages, and write replies, not only speak
 
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
-        """The user's words; None from a responder that does not listen for words."""
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript | None:
+        """The user's words; None from a responder that does not listen for words.
+        `brief`: a short utterance to judge at once (a backchannel?), sooner and less
+        surely heard than a turn."""
         ...
 
     def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
@@ -122,8 +126,10 @@ class AgentResponder:
         self.voices = tuple(engines.tts.voices)
         self.answers_text = True
 
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
-        return await self._stt.transcribe(pcm16k, logprobs=logprobs)
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript | None:
+        return await self._stt.transcribe(pcm16k, logprobs=logprobs, brief=brief)
 
     async def say(self, text: str, voice: str, speed: float) -> Speech | None:
         return await self._tts.synthesize(text, voice=voice, speed=speed, urgent=True)
@@ -259,7 +265,9 @@ class EchoResponder:
     voices: tuple[str, ...] = ()
     answers_text = False
 
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript | None:
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript | None:
         return None
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:

@@ -24,12 +24,12 @@ async def healthz(runtime: Shared) -> JSONResponse:
     if runtime.responder is None:
         state = "failed" if runtime.load_error else "loading"
         return JSONResponse({"status": state, "error": runtime.load_error}, status_code=503)
+    body = {"agent": runtime.settings.agent, "vad": runtime.vad}
     engines = runtime.health.snapshot()
     if runtime.health.failing:
         # 503 for monitors; /readyz still lets calls in, and they find the engine back.
-        body = {"status": "degraded", "agent": runtime.settings.agent, "engines": engines}
-        return JSONResponse(body, status_code=503)
-    return JSONResponse({"status": "ok", "agent": runtime.settings.agent, "engines": engines})
+        return JSONResponse({"status": "degraded", **body, "engines": engines}, status_code=503)
+    return JSONResponse({"status": "ok", **body, "engines": engines})
 
 
 @router.api_route("/readyz", methods=["GET", "HEAD"])
@@ -99,6 +99,7 @@ async def client_config(request: Request, runtime: Shared) -> dict[str, Any]:
             "semantic_vad": runtime.turn_model is not None,
         },
         "vad": {
+            "detector": runtime.vad,
             "silence_ms": settings.vad.silence_ms,
             "interrupt_response": settings.vad.interrupt_response,
             "interrupt_min_speech_ms": settings.vad.interrupt_min_speech_ms,

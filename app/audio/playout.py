@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from app.audio.echo import EchoReference
 from app.audio.level import SILENT_DB, pcm_db
 from app.errors import CrossedSessions, EndOfStream
 
@@ -61,6 +62,10 @@ class PacingClock:
             delay = 0.0
         return self.pts, max(0.0, delay)
 
+    def time_of(self, pts: int) -> float:
+        """When the frame at `pts` is due, on the monotonic clock."""
+        return (self._t0 if self._t0 is not None else self._now()) + pts / self.rate
+
     def skip_idle(self) -> None:
         """Jump over the slots that passed while nothing was sent (DTX)."""
         if self._t0 is None:
@@ -96,6 +101,8 @@ class PacedPlayout:
         self.queued = asyncio.Event()  # set while reply audio waits to be sent
         self._paused = False  # send silence, keep the queue where it is
         self.live = True
+        # What went out, on the pacing clock, for cancelling its echo (on when set).
+        self.reference: EchoReference | None = None
 
     async def write(
         self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
@@ -187,6 +194,8 @@ class PacedPlayout:
         pcm = chunk.ljust(self.frame_bytes, b"\0") if sent else None
         if pcm is not None:
             self._levels.append((time.monotonic(), pcm_db(pcm)))
+            if self.reference is not None:
+                self.reference.played(pcm, self.clock.time_of(pts))
         return pcm, pts
 
     async def next_pcm(self) -> bytes:

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from app.audio.echo import EchoReference
 from app.audio.level import SILENT_DB, pcm_db
 from app.audio.playout import LEVEL_WINDOW_S
 from app.errors import CrossedSessions
@@ -44,6 +45,8 @@ class SocketPlayout:
         self._play_end = 0.0  # when the last sample sent will have played
         # (when a piece starts playing, when it ends, its level): for the echo guard.
         self._levels: deque[tuple[float, float, float]] = deque(maxlen=LEVEL_PIECES)
+        # What the client will play, on this clock, for cancelling its echo (on when set).
+        self.reference: EchoReference | None = None
 
     @property
     def played_samples(self) -> int:
@@ -72,6 +75,8 @@ class SocketPlayout:
             starts = max(self._now(), self._play_end)
             self._play_end = starts + samples / self.rate
             self._levels.append((starts, self._play_end, pcm_db(piece)))
+            if self.reference is not None:
+                self.reference.played(piece, starts)
             self.queued_samples += samples
         return start
 
@@ -97,6 +102,8 @@ class SocketPlayout:
         dropped = self.queued_samples - self.played_samples
         self._play_end = self._now()
         self._levels.clear()
+        if self.reference is not None:
+            self.reference.forget_after(self._play_end)
         return dropped
 
     async def wait_drained(self) -> None:

@@ -1,4 +1,5 @@
-"""Turn detection on 16 kHz mono s16 PCM with webrtcvad.
+"""Turn detection on 16 kHz mono s16 PCM, over a voice detector (Silero, from
+app/engines/silero_vad.py, or webrtcvad, here).
 
 Pure and synchronous: feed it bytes, get turn events back. One detector per session.
 """
@@ -10,7 +11,9 @@ from dataclasses import dataclass
 
 import webrtcvad
 
+from app.audio.level import SILENT_DB, pcm_db
 from app.config import VadSettings
+from app.vocab.speech import VoiceDetector
 
 SAMPLE_RATE = 16_000
 BYTES_PER_SAMPLE = 2
@@ -27,6 +30,50 @@ MIN_HANGOVER_FRAMES = {
     2: {10: 6, 20: 3, 30: 2},
     3: {10: 6, 20: 3, 30: 2},
 }
+
+
+class WebrtcVoice:
+    """webrtcvad: light and in-process, but noise at 0-5 dB SNR fools it (vad.detector)."""
+
+    def __init__(self, aggressiveness: int) -> None:
+        self._aggressiveness = aggressiveness
+        self._vad = webrtcvad.Vad(aggressiveness)
+
+    def is_speech(self, frame: bytes) -> bool:
+        return self._vad.is_speech(frame, SAMPLE_RATE)
+
+    def hangover_frames(self, frame_ms: int) -> int:
+        return MIN_HANGOVER_FRAMES[self._aggressiveness][frame_ms]
+
+    def reset(self) -> None:
+        self._vad = webrtcvad.Vad(self._aggressiveness)  # no reset of its own
+
+
+class Foreground:
+    """Is a voiced frame the caller's, or a room of other talkers behind them? Babble is
+    speech to any voice detector; what sets the caller apart is being nearer the
+    microphone, louder. Within an utterance, voiced frames more than `background_db`
+    below its loudest (smoothed) count as silence, so a turn ends when the caller stops
+    even while others talk on."""
+
+    SMOOTHING = 0.3  # a click or a plosive barely moves the loudest
+
+    def __init__(self, background_db: float) -> None:
+        self._background_db = background_db
+        self.reset()
+
+    def reset(self) -> None:
+        self._smoothed: float | None = None
+        self._loudest = SILENT_DB
+
+    def voiced(self, frame: bytes, voiced: bool) -> bool:
+        if not voiced or not self._background_db:
+            return voiced
+        db = pcm_db(frame)
+        smoothed = db if self._smoothed is None else self._smoothed
+        self._smoothed = smoothed + self.SMOOTHING * (db - smoothed)
+        self._loudest = max(self._loudest, self._smoothed)
+        return db >= self._loudest - self._background_db
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +118,23 @@ class TurnDetector:
     UtterancePaused comes after `pause_ms` of silence (by default vad.speculative_ms,
     if below the silence window), then again every `recheck_ms` (0: once) while
     the silence goes on: the moments to prepare a reply or to ask a turn model.
+    `voice` says which frames are speech (None: webrtcvad at vad.aggressiveness).
     """
 
     def __init__(
-        self, settings: VadSettings, *, pause_ms: int | None = None, recheck_ms: int = 0
+        self,
+        settings: VadSettings,
+        *,
+        voice: VoiceDetector | None = None,
+        pause_ms: int | None = None,
+        recheck_ms: int = 0,
     ) -> None:
-        self._vad = webrtcvad.Vad(settings.aggressiveness)
+        self._voice = voice or WebrtcVoice(settings.aggressiveness)
+        self._foreground = Foreground(settings.background_db)
         self._frame_ms = settings.frame_ms
         self._frame_bytes = SAMPLE_RATE * settings.frame_ms // 1000 * BYTES_PER_SAMPLE
         self._start_frames = settings.start_ms // settings.frame_ms
-        self._hangover = MIN_HANGOVER_FRAMES[settings.aggressiveness][settings.frame_ms]
+        self._hangover = self._voice.hangover_frames(settings.frame_ms)
         self._silence_frames = self._unvoiced_frames(settings.silence_ms)
         self._tail_frames = min(self._silence_frames, self._unvoiced_frames(TAIL_KEEP_MS))
         self._max_frames = int(settings.max_utterance_s * 1000) // settings.frame_ms
@@ -94,12 +148,14 @@ class TurnDetector:
         # Holds the prefix padding plus the voiced run that may become a start.
         self._ring: deque[bytes] = deque(maxlen=prefix_frames + self._start_frames)
         self._pending = b""
+        self._pending_judged = b""
         self._frames_seen = 0
         self._voiced_run = 0
-        self._silence_run = 0
+        self._silence_run = self._raw_run = 0
+        self._gated_run = False
         self._utterance: list[bytes] | None = None
         self._start_ms = 0
-        self._voiced_frames = 0  # in the current utterance, its start run included
+        self._last_voiced_ms = 0  # where the current utterance's last voiced frame ended
 
     def _unvoiced_frames(self, silence_ms: int) -> int:
         """Unvoiced frames that make `silence_ms` of silence, the hangover before them
@@ -117,15 +173,28 @@ class TurnDetector:
         return self._utterance is not None
 
     @property
-    def voiced_ms(self) -> int:
-        """Voiced audio in the current utterance so far (0 outside one)."""
-        return self._voiced_frames * self._frame_ms if self._utterance is not None else 0
+    def spoken_ms(self) -> int:
+        """How long the user has spoken in the current utterance: from its start to its
+        last voiced frame, the pauses between words in it (0 outside one). Silero hears
+        those pauses as silence, webrtcvad mostly bridges them; either way "wait, stop"
+        has been spoken as long as it took to say."""
+        return self._last_voiced_ms - self._start_ms if self._utterance is not None else 0
 
     @property
     def speech_ms(self) -> int:
         """How long the current utterance has gone on, from its first voiced frame (0
         outside one)."""
         return self.position_ms - self._start_ms if self._utterance is not None else 0
+
+    @property
+    def quiet_ms(self) -> int:
+        """How long the utterance has been quiet since its speech stopped (the voice
+        detector's hangover counted in); 0 while speech goes on, or outside an utterance."""
+        return self._silence_ms() if self._utterance is not None else 0
+
+    def so_far(self) -> bytes:
+        """The utterance until now, trailing silence cut to the tail kept (b"" outside one)."""
+        return self._trimmed()[0] if self._utterance is not None else b""
 
     def force_end(self) -> UtteranceEnded | None:
         """End the current utterance now (the client committed it); None outside one."""
@@ -134,26 +203,32 @@ class TurnDetector:
         return self._end(forced=True)
 
     def reset(self) -> None:
+        self._voice.reset()
         self._ring.clear()
-        self._pending = b""
-        self._voiced_run = self._silence_run = 0
+        self._pending = self._pending_judged = b""
+        self._voiced_run = self._silence_run = self._raw_run = 0
         self._utterance = None
         self._paused = False
 
-    def push(self, pcm: bytes) -> list[TurnEvent]:
+    def push(self, pcm: bytes, judged: bytes | None = None) -> list[TurnEvent]:
+        """`judged`: `pcm` as the voice detector should hear it (noise suppressed), the
+        same length; the utterances keep `pcm`."""
         data = self._pending + pcm
+        heard = data if judged is None else self._pending_judged + judged
         usable = len(data) - len(data) % self._frame_bytes
         self._pending = data[usable:]
+        self._pending_judged = heard[usable:]
         events: list[TurnEvent] = []
         for offset in range(0, usable, self._frame_bytes):
-            event = self._frame(data[offset : offset + self._frame_bytes])
+            end = offset + self._frame_bytes
+            event = self._frame(data[offset:end], heard[offset:end])
             if event is not None:
                 events.append(event)
         return events
 
-    def _frame(self, frame: bytes) -> TurnEvent | None:
+    def _frame(self, frame: bytes, judged: bytes) -> TurnEvent | None:
         self._frames_seen += 1
-        voiced = self._vad.is_speech(frame, SAMPLE_RATE)
+        voiced = self._voice.is_speech(judged)
         if self._utterance is None:
             self._ring.append(frame)
             self._voiced_run = self._voiced_run + 1 if voiced else 0
@@ -161,14 +236,28 @@ class TurnDetector:
                 return None
             self._utterance = list(self._ring)
             self._ring.clear()
-            self._silence_run = 0
-            self._voiced_frames = self._voiced_run
+            self._foreground.reset()
+            self._silence_run = self._raw_run = 0
+            self._last_voiced_ms = self.position_ms
             self._start_ms = self.position_ms - self._start_frames * self._frame_ms
             return UtteranceStarted(audio_start_ms=self._start_ms)
 
         self._utterance.append(frame)
-        self._silence_run = 0 if voiced else self._silence_run + 1
-        self._voiced_frames += voiced
+        heard_speech = voiced
+        voiced = self._foreground.voiced(judged, voiced)
+        if voiced:
+            self._raw_run = 0
+        else:
+            if not self._raw_run:
+                # Speech the foreground gate set aside: the voice detector is not late
+                # here, so its hangover is not added to this silence; its first frames
+                # are the hangover instead.
+                self._gated_run = heard_speech
+            self._raw_run += 1
+        hangover = self._hangover if self._gated_run else 0
+        self._silence_run = max(0, self._raw_run - hangover)
+        if voiced:
+            self._last_voiced_ms = self.position_ms
         if self._silence_run >= self._silence_frames:
             return self._end(forced=False)
         if len(self._utterance) >= self._max_frames:
@@ -206,7 +295,7 @@ class TurnDetector:
         silence_ms = self._silence_ms()
         self._utterance = None
         self._paused = False
-        self._voiced_run = self._silence_run = 0
+        self._voiced_run = self._silence_run = self._raw_run = 0
         return UtteranceEnded(
             audio=audio,
             audio_start_ms=self._start_ms,

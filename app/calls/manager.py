@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 
 from app.agent.responders import Responder
+from app.audio.echo import EchoReference, Played
 from app.calls.admission import Caller, RateLimit
 from app.calls.call import ENDINGS, Call, CallConfig, refused_as_signalling
 from app.calls.pool import Slot, SlotPool
@@ -52,8 +53,13 @@ class CallManager:
         self._calls: dict[str, Call] = {}
         vad = settings.vad
         echo_guard = vad.echo_guard or vad.echo_guard_phones
+        audio = settings.audio
+        cancel = audio.echo_cancellation or audio.echo_cancellation_phones
         self._phone_settings = settings.model_copy(
-            update={"vad": vad.model_copy(update={"echo_guard": echo_guard})}
+            update={
+                "vad": vad.model_copy(update={"echo_guard": echo_guard}),
+                "audio": audio.model_copy(update={"echo_cancellation": cancel}),
+            }
         )
 
     @property
@@ -98,17 +104,28 @@ class CallManager:
         output_level: OutputLevel | None = None,
         *,
         phone: bool = False,
+        played: Played | None = None,
     ) -> Session:
-        """`phone`: a call from a phone line, where echo cancellation cannot be assumed."""
+        """`phone`: a call from a phone line, where echo cancellation cannot be assumed.
+        `played`: the playout that paces the reply, whose echo can then be cancelled."""
         runtime = self.runtime
+        settings = self._phone_settings if phone else self.settings
+        reference = None
+        if played is not None and settings.audio.echo_cancellation:
+            reference = played.reference = EchoReference(played.rate)
+            # The guard holds the echo off while the canceller converges (then it rests).
+            guarded = settings.vad.model_copy(update={"echo_guard": True})
+            settings = settings.model_copy(update={"vad": guarded})
         return Session(
             session_id,
-            self._phone_settings if phone else self.settings,
+            settings,
             responder,
             audio,
             runtime.observed(session_id, deliver),
             output_level=output_level,
+            reference=reference,
             turn_model=runtime.turn_model,
+            voice_model=runtime.voice_model,
             speculation=runtime.speculation,
             interruptions=runtime.interruptions,
         )

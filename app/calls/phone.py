@@ -38,6 +38,7 @@ async def serve_media_stream(
             dialect.deliver,
             output_level=playout.output_level_db,
             phone=True,
+            played=playout.clock,
         )
     except BaseException:
         calls.pool.release(slot)
@@ -70,6 +71,7 @@ class SipCalls:
                 dialect.deliver,
                 output_level=leg.outbound.output_level_db,
                 phone=True,
+                played=leg.outbound,
             )
             dialect.attach(session)
             await leg.open(host, session.push_audio, session.press)

@@ -48,6 +48,7 @@ async def open_webrtc(
             dialect.deliver,
             output_level=peer.outbound.output_level_db,
             phone=peer.outbound.rate == G711_RATE,  # a G.711 leg is a phone line
+            played=peer.outbound.playout,
         )
         dialect.attach(session)
         configure(session, changes)

@@ -13,13 +13,14 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.config.audio import AudioSettings
 from app.config.engines import LlmSettings, SttSettings, TtsSettings
 from app.config.phone import SipSettings, TwilioSettings
 from app.config.server import LimitsSettings, PoolSettings, ServerSettings, split_csv
 from app.config.turns import TurnSettings, VadSettings
 
 __all__ = [
-    "LimitsSettings", "LlmSettings", "PoolSettings", "ServerSettings", "Settings",
+    "AudioSettings", "LimitsSettings", "LlmSettings", "PoolSettings", "ServerSettings", "Settings",
     "SipSettings", "SttSettings", "TtsSettings", "TurnSettings", "TwilioSettings",
     "VadSettings", "get_settings", "split_csv",
 ]  # fmt: skip
@@ -41,6 +42,7 @@ class Settings(BaseSettings):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     vad: VadSettings = Field(default_factory=VadSettings)
     turn: TurnSettings = Field(default_factory=TurnSettings)
+    audio: AudioSettings = Field(default_factory=AudioSettings)
     stt: SttSettings = Field(default_factory=SttSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     tts: TtsSettings = Field(default_factory=TtsSettings)

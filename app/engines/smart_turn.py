@@ -14,26 +14,17 @@ import numpy as np
 
 from app.audio.log_mel import smart_turn_features
 from app.config import TurnSettings
+from app.engines.bundled import pipecat_file
 from app.engines.gate import Gate
 from app.errors import EngineError
 
 log = logging.getLogger(__name__)
 
-BUNDLED_DISTRIBUTION = "pipecat-ai"
 BUNDLED_FILE = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
 
 
 def bundled_model_path() -> str:
-    """Found through the installed distribution: importing pipecat would run its code."""
-    from importlib import metadata
-
-    try:
-        path = metadata.distribution(BUNDLED_DISTRIBUTION).locate_file(BUNDLED_FILE)
-    except metadata.PackageNotFoundError as exc:
-        raise EngineError(
-            "turn.model_path is empty and the bundled Smart Turn (pipecat-ai) is not installed"
-        ) from exc
-    return str(path)
+    return pipecat_file(BUNDLED_FILE, "Smart Turn", "turn.model_path")
 
 
 class SmartTurn:

@@ -19,8 +19,12 @@ log = logging.getLogger(__name__)
 
 
 class SpeechToText(Protocol):
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
-        """16 kHz mono s16 PCM in, text out; `logprobs`: with a score per word."""
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript:
+        """16 kHz mono s16 PCM in, text out; `logprobs`: with a score per word. `brief`:
+        a second or so of speech to judge now (is it a backchannel?), heard sooner and
+        less surely than a turn."""
         ...
 
     def close(self) -> None: ...
@@ -54,12 +58,17 @@ class WhisperSTT:
         )
         self._gate = Gate("stt", settings.concurrency)
         self._fast: ShortWindow | None = None
-        short = settings.min_window_s < 30 and (
-            settings.language or not self._model.model.is_multilingual
-        )
-        if short:
+        self._brief: ShortWindow | None = None
+        # The short windows need the language known: an English-only model, or a setting.
+        known_language = bool(settings.language or not self._model.model.is_multilingual)
+        if settings.min_window_s < 30 and known_language:
             self._fast = ShortWindow(self._model, settings)
+        if known_language:
+            brief = settings.model_copy(update={"min_window_s": BRIEF_WINDOW_S})
+            self._brief = ShortWindow(self._model, brief)
         self._transcribe_sync(np.zeros(16_000, dtype=np.float32))  # warm the kernels
+        if self._brief is not None:
+            self._brief(np.zeros(16_000, dtype=np.float32))
         log.info(
             "stt loaded: faster-whisper %s on %s/%s%s in %.2fs",
             self.model_name,
@@ -69,15 +78,15 @@ class WhisperSTT:
             time.perf_counter() - started,
         )
 
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript:
         if not pcm16k:
             return Transcript("", () if logprobs else None)
+        work = self._brief_sync if brief and self._brief is not None else self._transcribe_sync
         try:
             return await self._gate.run(
-                self._transcribe_sync,
-                s16_to_float(pcm16k),
-                logprobs,
-                timeout_s=self._settings.timeout_s,
+                work, s16_to_float(pcm16k), logprobs, timeout_s=self._settings.timeout_s
             )
         except TimeoutError:
             raise EngineError(
@@ -87,6 +96,10 @@ class WhisperSTT:
             raise
         except Exception as exc:
             raise EngineError(f"whisper failed: {exc!r}", code="stt_failed") from exc
+
+    def _brief_sync(self, audio: np.ndarray, logprobs: bool = False) -> Transcript:
+        assert self._brief is not None
+        return Transcript(self._brief(audio))
 
     def _transcribe_sync(self, audio: np.ndarray, logprobs: bool = False) -> Transcript:
         if not logprobs and self._fast is not None and len(audio) <= FAST_MAX_S * 16_000:
@@ -119,6 +132,9 @@ class WhisperSTT:
 
 # Utterances up to this long take the short-window path; longer ones the full one.
 FAST_MAX_S = 28.0
+# The window for a brief transcription: tiny.en on a second of speech in ~100 ms here.
+# Shorter windows misheard backchannels more often ("Yeah" as "The F" at 5 s).
+BRIEF_WINDOW_S = 10.0
 # Silence appended before encoding, and the window's granularity, in mel frames (10 ms).
 FAST_TAIL_FRAMES = 100
 FAST_ROUND_FRAMES = 100

@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.config.audio import NoiseReduction as NoiseReductionKind
 from app.session.options import (
     OptionChanges,
     SessionOptions,
@@ -50,7 +51,6 @@ IGNORED = (
     "prompt",
     "reasoning",
     "parallel_tool_calls",
-    "audio.input.noise_reduction",
     "audio.input.transcription.model / language / prompt",
     "audio.input.turn_detection.model_version",
     "truncation.token_limits",
@@ -130,8 +130,8 @@ class Transcription(_Open):
     """Which transcription model, language, prompt: Whisper here, as configured."""
 
 
-class NoiseReduction(_Open):
-    pass
+class NoiseReduction(_Strict):
+    type: Literal["near_field", "far_field"]
 
 
 class AudioInput(_Strict):
@@ -235,7 +235,13 @@ def to_changes(config: SessionConfig) -> OptionChanges:
         logprobs=None if config.include is None else LOGPROBS in config.include,
         tools=None if config.tools is None else tuple(_chat_tool(t) for t in config.tools),
         tool_choice=_chat_tool_choice(config.tool_choice),
+        noise_reduction=_noise_reduction(audio_in) if "noise_reduction" in given else None,
     )
+
+
+def _noise_reduction(audio_in: AudioInput) -> NoiseReductionKind:
+    """null turns it off; absent leaves it as it is."""
+    return audio_in.noise_reduction.type if audio_in.noise_reduction is not None else "off"
 
 
 def _chat_tool(tool: FunctionTool) -> Tool:
@@ -354,6 +360,9 @@ def describe(
                 "format": format_object(audio_formats[0]),
                 "turn_detection": detection,
                 "transcription": {"model": "whisper"} if options.transcription else None,
+                "noise_reduction": None
+                if options.noise_reduction == "off"
+                else {"type": options.noise_reduction},
             },
             "output": {
                 "format": format_object(audio_formats[1]),

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from app.agent.responders import Responder
 from app.config import LimitsSettings, Settings, VadSettings
+from app.config.audio import NoiseReduction
 from app.session.refusals import OptionError
 from app.vocab.chat import Tool, ToolChoice
 from app.vocab.speech import TurnModel
@@ -63,6 +64,7 @@ class OptionChanges:
     logprobs: bool | None = None  # a score per word of the user's transcripts
     tools: tuple[Tool, ...] | None = None  # OpenAI chat tools the agent may call
     tool_choice: ToolChoice | None = None
+    noise_reduction: NoiseReduction | None = None  # "off": none
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,7 @@ class SessionOptions:
     eagerness: Eagerness | None = None  # semantic_vad; None: turns end by silence alone
     tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = "auto"
+    noise_reduction: NoiseReduction = "off"  # for the turn detector's ears
 
     @property
     def semantic(self) -> bool:
@@ -100,6 +103,7 @@ class SessionOptions:
             create_response=True,
             transcription=True,
             eagerness=eagerness,
+            noise_reduction=settings.audio.noise_reduction,
         )
 
     def changed(
@@ -173,6 +177,7 @@ class SessionOptions:
             eagerness=eagerness,
             tools=tools,
             tool_choice=tool_choice,
+            noise_reduction=_given(changes.noise_reduction, self.noise_reduction),
         )
 
 

@@ -1,9 +1,7 @@
 """One conversation: verbs in, typed messages out. Per-session state only; the
-responder and the engines behind it are shared by every session.
-
-A dialect at the edge (the OpenAI Realtime events, a carrier's media stream) turns its
-client's requests into these verbs and the messages into its wire events.
-"""
+responder and the engines behind it are shared by every session. A dialect at the edge
+(the OpenAI Realtime events, a carrier's media stream) turns its client's requests into
+these verbs and the messages into its wire events."""
 
 from __future__ import annotations
 
@@ -13,6 +11,8 @@ import time
 from collections.abc import Callable
 
 from app.agent.responders import Responder
+from app.audio.echo import EchoReference
+from app.audio.front_end import FrontEnd
 from app.audio.vad import UtteranceEnded, UtteranceStarted
 from app.config import Settings
 from app.ids import new_id
@@ -21,6 +21,7 @@ from app.session import messages as msg
 from app.session.history import History, Message
 from app.session.items import Items
 from app.session.jobs import Job, ReplyRequest, UserTurn
+from app.session.listening.idle import IdleTimeout
 from app.session.listening.interruption import InterruptionCallbacks, Interruptions
 from app.session.listening.keypad import KEYS, Keypad, entry_text
 from app.session.listening.manual import ManualInput
@@ -43,8 +44,8 @@ from app.session.speaking.answer import Answerer
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
-from app.tasks import CloseOnce, OneShot, cancel_task, spawn
-from app.vocab.speech import Transcript, TurnModel
+from app.tasks import CloseOnce, cancel_task, spawn
+from app.vocab.speech import Transcript, TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +70,16 @@ class Session:
         emit: Emit,
         *,
         output_level: OutputLevel | None = None,
+        reference: EchoReference | None = None,
         turn_model: TurnModel | None = None,
+        voice_model: VoiceModel | None = None,
         speculation: SpeculationStats | None = None,
         interruptions: InterruptionStats | None = None,
     ) -> None:
-        """`output_level`: how loud the agent's voice went out lately (dBFS), where the
-        transport can tell; the echo guard weighs the user's speech against it.
-        `turn_model`: for semantic_vad (shared, like the engines). `speculation` and
-        `interruptions`: where to count speculative replies kept and dropped, and replies
+        """`output_level`: how loud the agent's voice went out lately (dBFS), for the echo
+        guard; `reference`: what the server played, to cancel its echo (both where the
+        transport can tell). `turn_model`, `voice_model`: semantic_vad's, Silero's (shared).
+        `speculation`, `interruptions`: the counters of speculative replies and of replies
         paused, resumed and cancelled (the process's, usually)."""
         self.id = session_id
         self._settings = settings
@@ -100,12 +103,17 @@ class Session:
         callbacks = TurnCallbacks(
             started=self._speech_started,
             paused=self._speculate,
-            resumed=self._abandon_speculation,
+            resumed=self._speculation.abandon,
             ended=self._speech_ended,
             interrupted=self._talked_over,
+            quiet=lambda: self._interruptions.quiet(),
         )
+        self._front = FrontEnd(session_id, reference, cancel_echo=settings.audio.echo_cancellation)
+        self._front.suppress(self.options.noise_reduction)
+        if output_level is not None:
+            output_level = self._front.output_level(output_level)
         self._turns = TurnTaking(
-            session_id, settings, callbacks, turn_model=turn_model, output_level=output_level
+            session_id, settings, callbacks, turn_model, voice_model, output_level=output_level
         )
         self._turns.configure(self.options)
         self._answerer = Answerer(
@@ -123,19 +131,25 @@ class Session:
         self._item_id = new_id("item")  # the user's next utterance
         self._manual = ManualInput(settings.vad.max_utterance_s)  # turn detection off
         self._worker: asyncio.Task[None] | None = None
-        self._idle = OneShot(self._idle_timed_out)  # the idle timeout after a reply
+        self._idle = IdleTimeout(
+            lambda: self._turns.position_ms,
+            lambda: not (self.busy or self._turns.speaking),
+            self._idle_timed_out,
+        )
         self._keypad = Keypad(settings.turn.keypad_pause_ms, self._keys_entered)
         self._interruptions = Interruptions(
             session_id,
             InterruptionCallbacks(
                 transcribe=self._transcribe,
+                transcribe_brief=self._transcribe_brief,
                 still_speaking=lambda: self._turns.speaking,
+                spoken_ms=lambda: self._turns.spoken_ms,
+                so_far=self._turns.so_far,
                 was_turn=self._committed,
                 was_no_turn=self._dropped,
             ),
             interruptions or InterruptionStats(),
         )
-        self._idle_from_ms = 0
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
@@ -146,10 +160,8 @@ class Session:
         self._worker = spawn(self._run_jobs(), f"{self.id}:turns")
 
     async def close(self) -> list[str]:
-        """Stop the session's work; return the names of tasks that would not stop.
-
-        Safe to call twice; concurrent callers share one close.
-        """
+        """Stop the session's work; return the names of tasks that would not stop. Safe
+        to call twice; concurrent callers share one close."""
         await self._closer()
         return self.stuck
 
@@ -184,18 +196,20 @@ class Session:
         )
         if not self.options.idle_timeout_ms:
             self._idle.cancel()
+        self._front.suppress(self.options.noise_reduction)
         if self.options.vad is not before.vad or self.options.eagerness != before.eagerness:
-            self._abandon_speculation()
+            self._speculation.abandon()
             self._manual.clear()
             self._turns.configure(self.options)
 
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         self.usage.audio_in_samples += len(pcm16k) // 2
+        heard, judged = self._front.process(pcm16k)
         if self.options.vad is None:
-            self._manual.push(pcm16k)
+            self._manual.push(heard)
             return
-        self._turns.push(pcm16k, interruptible=self.reply is not None)
+        self._turns.push(heard, judged, interruptible=self.reply is not None)
 
     def press(self, key: str) -> None:
         """A keypad press (DTMF) from a phone; ValueError for what is not a key."""
@@ -220,7 +234,7 @@ class Session:
         """Forget the user's audio not yet committed."""
         self._manual.clear()
         self._turns.reset()
-        self._abandon_speculation()
+        self._speculation.abandon()
 
     def create_response(self, instructions: str | None = None) -> None:
         """Answer from the conversation as it stands; `instructions` for this reply only."""
@@ -252,18 +266,24 @@ class Session:
         self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
 
     def _speech_ended(self, event: UtteranceEnded) -> None:
-        self._emit(msg.SpeechStopped(self._item_id, event.audio_end_ms, event.silence_ms))
         item_id, self._item_id = self._item_id, new_id("item")
-        if self._turns.echo_only:
-            self._abandon_speculation()
+        if self._turns.echo_only:  # its start was never told either
+            self._speculation.abandon()
             self._dropped(item_id, "as echo")
-        elif self._interruptions.pending:
+            return
+        self._emit(msg.SpeechStopped(item_id, event.audio_end_ms, event.silence_ms))
+        if self._interruptions.judging:
             self._interruptions.ended(event.audio, item_id)
+        elif self.reply is not None and (self.options.vad or self._settings.vad).interrupt_response:
+            self._interruptions.ended_over(self.reply, event.audio, item_id)
         else:
             self._committed(event.audio, item_id, silence_ms=event.silence_ms)
 
     async def _transcribe(self, audio: bytes) -> Transcript | None:
         return await self._responder.transcribe(audio, logprobs=self.options.logprobs)
+
+    async def _transcribe_brief(self, audio: bytes) -> Transcript | None:
+        return await self._responder.transcribe(audio, brief=True)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
@@ -294,28 +314,15 @@ class Session:
         self.items.add("user", entry_text(keys))
         if not (self.options.create_response and self._responder.answers_text):
             return
-        self._barge_in()
+        if self.reply is not None:
+            self.reply.interrupt("turn_detected")
         self._enqueue(ReplyRequest(self.id, None))
 
     def _talked_over(self, spoken_ms: int) -> None:
-        """The user spoke over the reply long enough (`spoken_ms` so far): hold it while
-        that is judged, or cut it now (interrupt_mode cancel, or a reply the transport
-        cannot hold)."""
-        reply = self.reply
-        if reply is None:
-            return
-        vad = self.options.vad or self._settings.vad
-        window_s = vad.resume_window_ms / 1000
-        held = vad.interrupt_mode == "pause" and self._interruptions.pause(
-            reply, window_s, spoken_ms
-        )
-        if not held:
-            self._interruptions.cut(reply, spoken_ms)
-
-    def _barge_in(self) -> None:
-        reply = self.reply
-        if reply is not None:
-            reply.interrupt("turn_detected")
+        vad, job = self.options.vad or self._settings.vad, self._job
+        # A reply begun in a pause of this very turn is the speculation's to drop.
+        if (reply := self.reply) is not None and not (isinstance(job, UserTurn) and not job.ended):
+            self._interruptions.talked_over(reply, vad, spoken_ms)
 
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.
@@ -331,9 +338,6 @@ class Session:
         self._jobs.put_nowait(turn)
         self._speculation.begin(turn)
 
-    def _abandon_speculation(self) -> None:
-        self._speculation.abandon()
-
     # --- the agent's side
 
     def _arm_idle(self) -> None:
@@ -341,18 +345,14 @@ class Session:
         self._idle.cancel()
         answers = self._responder.answers_text
         if answers and self.options.idle_timeout_ms and self.options.vad is not None:
-            self._idle_from_ms = self._turns.position_ms
-            self._idle.start(self.options.idle_timeout_ms / 1000)
+            self._idle.start(self.options.idle_timeout_ms)
 
-    def _idle_timed_out(self) -> None:
-        if self.busy or self._turns.speaking:
-            return
+    def _idle_timed_out(self, from_ms: int, end_ms: int) -> None:
         # The silence becomes an (empty) user item, and the agent is asked to go on.
         item_id, self._item_id = self._item_id, new_id("item")
-        end_ms = self._turns.position_ms
-        self._emit(msg.InputTimedOut(item_id, self._idle_from_ms, end_ms))
+        self._emit(msg.InputTimedOut(item_id, from_ms, end_ms))
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
-        self._emit(msg.UserTranscribed(item_id, "", (end_ms - self._idle_from_ms) / 1000))
+        self._emit(msg.UserTranscribed(item_id, "", (end_ms - from_ms) / 1000))
         self.history.add(Message("user", "", item_id, spoken=True))
         self._enqueue(ReplyRequest(self.id, nudge=True))
 

@@ -1,5 +1,5 @@
 """What speech becomes and comes from: transcripts (with a score per word, when asked
-for), synthesized speech, and the turn model's question."""
+for), synthesized speech, the turn model's question, and the voice detector's."""
 
 from __future__ import annotations
 
@@ -37,3 +37,28 @@ class TurnModel(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class VoiceDetector(Protocol):
+    """Is this frame speech? Stateful: one per audio stream (a call's turn detector)."""
+
+    def is_speech(self, frame: bytes) -> bool:
+        """One frame of 16 kHz mono s16 (10, 20 or 30 ms), in stream order."""
+        ...
+
+    def hangover_frames(self, frame_ms: int) -> int:
+        """How many frames of that length into a silence its first "unvoiced" comes
+        (rather too few than too many): the turn detector counts them into the silence."""
+        ...
+
+    def reset(self) -> None:
+        """Start over, as on a new stream."""
+        ...
+
+
+class VoiceModel(Protocol):
+    """A voice activity model loaded once per process; each stream gets its own detector."""
+
+    name: str
+
+    def detector(self) -> VoiceDetector: ...

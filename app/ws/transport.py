@@ -123,6 +123,9 @@ class WsTransport:
                 handled = on_message(data if data is not None else message.get("bytes") or b"")
                 if handled is not None:
                     await handled
+                # Messages already queued are taken without a pause: a flood of them, each
+                # heard through the echo canceller, would hold the loop from every call.
+                await asyncio.sleep(0)
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         finally:

@@ -12,6 +12,8 @@ from app.audio.vad import (
     UtteranceStarted,
 )
 from app.config import VadSettings
+from tests.support import rooms
+from tests.support.speech import have_espeak
 
 RNG = np.random.default_rng(7)
 
@@ -151,3 +153,22 @@ def test_the_silence_window_is_counted_from_where_the_speech_stopped(
     hangover = LONGEST_HANGOVER_MS[aggressiveness][frame_ms]
     assert 480 <= heard[UtteranceEnded] < 480 + hangover, heard
     assert 240 <= heard[UtterancePaused] < 240 + hangover, heard
+
+
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+@pytest.mark.parametrize("background_db", [12.0, 0.0])
+def test_other_talkers_in_the_room_do_not_hold_the_turn_open(background_db: float) -> None:
+    """A question with four other voices behind it, 20 dB down, and going on after it:
+    they are speech to the voice detector too, but not the caller's."""
+    question = rooms.espeak("What is the capital of France?")
+    tail = 2 * SAMPLE_RATE
+    room = rooms.babble(len(question) + tail) * rooms.active_rms(question) / 10
+    room[: len(question)] += question
+    detector = TurnDetector(VadSettings(background_db=background_db))
+    events = detector.push(rooms.pcm16(room))
+    ended = [e for e in events if isinstance(e, UtteranceEnded)]
+    if background_db:
+        assert len(ended) == 1, "the turn ended when the caller stopped"
+        assert ended[0].audio_end_ms < len(question) * 1000 // SAMPLE_RATE + 300
+    else:
+        assert not ended, "without the gate the room's talkers hold it open"

@@ -38,8 +38,10 @@ async def test_echo_plays_the_utterance_back(
     assert done["response"]["status"] == "completed"
     assert "first_frame_sent" in done["response"]["timings_ms"]
     # The reply was begun in the pause before the turn ended, and kept: /v1/stats counts it.
+    # (One may also be begun at the comma's pause, and dropped when the speech goes on.)
     after = (await server_stats(echo_server.url))["speculation"]
-    assert after["started"] - before["started"] == after["kept"] - before["kept"] == 1
+    assert after["kept"] - before["kept"] == 1
+    assert after["started"] - before["started"] in (1, 2)
     rate = client.recording.rate
     assert rate == (8_000 if codecs else 48_000)
     echoed = client.recording.audio(since=client.mic.speech_ended_at)

@@ -77,3 +77,13 @@ async def test_word_scores_when_asked_for(stt: WhisperSTT, speech: Callable[[str
     assert sum(w.logprob for w in heard.words) / len(heard.words) > -1.0, "clear speech, sure"
     plain = await stt.transcribe(pcm16k(speech(text)))
     assert plain.words is None
+
+
+@pytest.mark.parametrize("text", ["Okay.", "I see.", "Wait, stop."])
+async def test_a_brief_transcription_hears_a_short_utterance(
+    stt: WhisperSTT, speech: Callable[[str], Path], text: str
+) -> None:
+    """What a backchannel is judged by, at the user's first pause: a window sized for a
+    second or so of speech, not Whisper's 30 s."""
+    heard = (await stt.transcribe(pcm16k(speech(text)), brief=True)).text
+    assert word_error_rate(text, heard) == 0, heard

@@ -494,3 +494,24 @@ async def test_items_and_the_conversation_have_bounds_in_characters() -> None:
     assert client.errors()[-1] == "conversation_full" and client.kinds()[-1] != "error"
     client.assert_sdk_parses()
     await client.session.close()
+
+
+async def test_noise_reduction_is_set_per_session_and_described_back() -> None:
+    client = Client()
+    assert client.session.options.noise_reduction == "off", "the server's default"
+    for asked, expected in [({"type": "far_field"}, "far_field"), (None, "off"),
+                            ({"type": "near_field"}, "near_field")]:  # fmt: skip
+        client.send({"type": "session.update",
+                     "session": {"audio": {"input": {"noise_reduction": asked}}}})  # fmt: skip
+        assert client.session.options.noise_reduction == expected
+        described = client.wire[-1]["session"]["audio"]["input"]["noise_reduction"]
+        assert described == asked
+    # Leaving the field out leaves it as it is; a kind OpenAI does not have is refused.
+    client.send({"type": "session.update", "session": {"instructions": "Be brief."}})
+    assert client.session.options.noise_reduction == "near_field"
+    loud = {"audio": {"input": {"noise_reduction": {"type": "loud"}}}}
+    client.send({"type": "session.update", "session": loud})
+    assert client.of("error")[-1]["error"]["param"] == "session.audio.input.noise_reduction.type"
+    assert client.session.options.noise_reduction == "near_field"
+    client.assert_sdk_parses()
+    await client.session.close()

@@ -42,17 +42,27 @@ def silence(ms: int) -> bytes:
 
 class FakeSTT:
     def __init__(self) -> None:
-        self.heard: list[int] = []
+        self.heard: list[int] = []  # the audio of each full transcription, in bytes
+        self.briefly_heard: list[int] = []  # and of each brief one
         self.script: list[str] = []  # transcripts to return in order, if set
+        self.brief_script: list[str] = []  # for brief transcriptions; else the next of script
         self.fail_with: EngineError | None = None  # raised by the next transcription
 
-    async def transcribe(self, pcm16k: bytes, *, logprobs: bool = False) -> Transcript:
-        self.heard.append(len(pcm16k))
+    async def transcribe(
+        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+    ) -> Transcript:
+        (self.briefly_heard if brief else self.heard).append(len(pcm16k))
         await asyncio.sleep(0.01)
         failure, self.fail_with = self.fail_with, None
         if failure is not None:
             raise failure
-        text = self.script.pop(0) if self.script else f"question of {len(pcm16k) // 32} ms"
+        default = f"question of {len(pcm16k) // 32} ms"
+        # A brief transcription hears what the full one will, and leaves it to it.
+        if brief:
+            if self.brief_script:
+                return Transcript(self.brief_script.pop(0))
+            return Transcript(self.script[0] if self.script else default)
+        text = self.script.pop(0) if self.script else default
         words = tuple(WordScore(word, -0.1) for word in text.split()) if logprobs else None
         return Transcript(text, words)
 
@@ -69,6 +79,7 @@ class FakeLLM:
         self.arguments = ['{"city": ', '"Paris"}']  # what its tool calls carry
         self.closed_early = 0
         self.echo_question = False  # answer "About <the question>, ..." instead
+        self.answer: str | None = None  # or always this
         self.delay_s = 0.02  # between words
         self.hold_after: int | None = None  # words after which it waits for `release`
         self.release = asyncio.Event()
@@ -97,7 +108,9 @@ class FakeLLM:
             deltas = [start, *(ToolCallDelta(0, arguments=a) for a in self.arguments)]
         else:
             words = ["Sure,", "here", "is", "the", "answer", "you", "asked", "for."]
-            if self.echo_question:
+            if self.answer is not None:
+                words = self.answer.split()
+            elif self.echo_question:
                 question = messages[-1]["content"]
                 words = f"About {question}, the answer is long and has many words.".split()
             deltas = [word + " " for word in words]

@@ -126,15 +126,21 @@ async def test_with_interrupt_response_off_speech_waits_for_the_next_turn() -> N
     await session.close()
 
 
-async def test_a_short_noise_during_a_reply_does_not_interrupt_it() -> None:
+@pytest.mark.parametrize(("heard", "cut"), [("", False), ("Mm.", False), ("Stop.", True)])
+async def test_a_short_sound_during_a_reply_is_judged_by_its_words(heard: str, cut: bool) -> None:
+    """Too short to barge in (120 ms of sound: webrtcvad's hangover makes it ~200 ms), it
+    is judged when it ends while the reply plays on: a noise or a backchannel is dropped,
+    a word ("stop") cuts the reply and is answered."""
     session, sent, _, engines = make_session(interrupt_min_speech_ms=300)
-    assert isinstance(engines.tts, FakeTTS)
+    assert isinstance(engines.tts, FakeTTS) and isinstance(engines.stt, FakeSTT)
     engines.tts.seconds_per_word = 0.15
-    # 120 ms of sound: webrtcvad's hangover stretches it to about 200 ms of "voiced".
+    engines.stt.script = ["What time is it?", heard]
     await play_script(session, [(0.0, noise(800)), (0.8, silence(900)), (1.7, noise(120)),
                                 (1.82, silence(600))])  # fmt: skip
     await wait_for(sent, msg.ReplyEnded, timeout_s=10)
-    assert sent.nth(msg.ReplyEnded).status == "completed"
+    first = sent.nth(msg.ReplyEnded)
+    assert first.status == ("cancelled" if cut else "completed")
+    assert len(sent.of(msg.InputCommitted)) == (2 if cut else 1)
     await session.close()
 
 

@@ -86,8 +86,8 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
     done = sent.nth(msg.ReplyEnded)
     assert (done.status, done.text) == ("completed", FULL)
     assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
-    # Held once the user had spoken the barge-in's 300 ms (in audio time, not the clock).
-    assert reactions == [pytest.approx(0.3, abs=0.03)]
+    # Held once the user had spoken the barge-in's 240 ms (in audio time, not the clock).
+    assert reactions == [pytest.approx(0.24, abs=0.03)]
     # The client saw the user start and stop, and no item for the backchannel.
     assert len(sent.of(msg.SpeechStarted)) == 2 and len(sent.of(msg.SpeechStopped)) == 2
     assert len(sent.of(msg.InputCommitted)) == 1
@@ -99,13 +99,71 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
     # Every frame of the reply went out: the pause held the audio, it dropped none.
     voiced = audio.voiced_times()
     assert len(voiced) == frames_of(audio)
-    # It was held from the barge-in until the backchannel was judged.
+    # It was held from the barge-in until a brief transcription of what was said so far
+    # heard a backchannel, not until the utterance and the turn's silence window ended;
+    # the whole utterance was transcribed at its end all the same, to be sure of it.
     _, barge_at = sent.at(msg.SpeechStarted, 1)
     _, stopped_at = sent.at(msg.SpeechStopped, 1)
-    gap_at, gap_s = longest_gap_s(voiced)
-    assert barge_at < gap_at < stopped_at
-    assert gap_at + gap_s > stopped_at, "the reply resumed once the speech was judged"
-    assert engines.stt.heard[1] > 0, "the backchannel was transcribed to judge it"
+    gap_at, gap_s = longest_gap_s([at for at in voiced if at >= barge_at])
+    assert gap_at < stopped_at
+    assert gap_at + gap_s < stopped_at, "the reply went on before the turn would have ended"
+    assert engines.stt.briefly_heard, "judged briefly"
+    assert engines.stt.briefly_heard[0] < engines.stt.heard[1], "on the utterance so far"
+    await session.close()
+
+
+@pytest.mark.parametrize(("more_ms", "a_turn"), [(120, False), (700, True)])
+async def test_speech_after_a_backchannel_went_on_holds_the_reply_again_if_it_is_enough(
+    more_ms: int, a_turn: bool
+) -> None:
+    """ "Mm-hmm" lets the reply go on, then a pause, then more: a little more is still the
+    same backchannel; words heard at the pause hold the reply again, and the whole
+    utterance is judged, and here answered, when it ends."""
+    stats = InterruptionStats()
+    session, sent, _, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, SECOND if a_turn else "Mm-hmm, yeah."]
+    engines.stt.brief_script = ["Mm-hmm."]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    script = [*OVER_THE_REPLY[:3], (3.5, noise(600)), (4.1, silence(300)),
+              (4.4, noise(more_ms)), (4.4 + more_ms / 1000, silence(1500))]  # fmt: skip
+    await play_script(session, script)
+    await wait_for(sent, msg.ReplyEnded, count=2 if a_turn else 1, timeout_s=15)
+    first = sent.nth(msg.ReplyEnded)
+    if a_turn:
+        assert (first.status, first.reason) == ("cancelled", "turn_detected")
+        assert sent.nth(msg.ReplyEnded, 1).status == "completed"
+        assert stats.snapshot() == {"paused": 2, "resumed": 1, "cancelled": 1}
+        assert len(sent.of(msg.InputCommitted)) == 2, "the utterance became a turn"
+    else:
+        assert (first.status, first.text) == ("completed", FULL)
+        assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
+        assert len(sent.of(msg.InputCommitted)) == 1, "no item for the backchannel"
+    await session.close()
+
+
+async def test_words_after_a_start_heard_as_a_backchannel_still_cut_the_reply() -> None:
+    """ "Okay" so far lets the reply go on, but the whole utterance, transcribed when it
+    ends, is "Okay, stop.": the reply is cut then, and the words are answered."""
+    stats = InterruptionStats()
+    session, sent, _, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, "Okay, stop."]
+    engines.stt.brief_script = ["Okay.", "Okay."]  # so far, and at its pause
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
+    first = sent.nth(msg.ReplyEnded)
+    assert (first.status, first.reason) == ("cancelled", "turn_detected")
+    assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 1}
+    assert len(sent.of(msg.InputCommitted)) == 2, "the utterance became a turn"
+    assert [m.content for m in session.history.messages() if m.role == "user"] == [
+        FIRST, "Okay, stop.",
+    ]  # fmt: skip
     await session.close()
 
 
@@ -114,6 +172,7 @@ async def test_a_held_reply_makes_no_more_audio_until_it_resumes() -> None:
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
     engines.stt.script = [FIRST, "Yeah."]
+    engines.stt.brief_script = ["Yeah, and"]  # the start of it sounds like more to come
     engines.llm.echo_question = True
     engines.llm.hold_after = 4  # the first clause, then the rest only when released
     engines.tts.seconds_per_word = 0.5
@@ -154,7 +213,7 @@ async def test_real_words_cancel_the_held_reply_and_are_answered_once_transcribe
     # Nothing of the first reply went out after the user's barge-in was confirmed...
     _, barge_at = sent.at(msg.SpeechStarted, 1)
     _, second_created_at = sent.at(msg.ReplyStarted, 1)
-    held_by = barge_at + 0.3 + 0.1  # interrupt_min_speech_ms, and slack for a busy loop
+    held_by = barge_at + 0.24 + 0.1  # interrupt_min_speech_ms, and slack for a busy loop
     late = [t for t in audio.voiced_times() if held_by < t < second_created_at]
     assert late == []
     # ...so history keeps what was heard up to the pause, and the LLM saw just that.
@@ -199,7 +258,7 @@ async def test_cancel_mode_and_the_echo_agent_do_not_hold_the_reply() -> None:
     await wait_for(sent, msg.ReplyEnded)
     assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
     assert stats.snapshot() == {"paused": 0, "resumed": 0, "cancelled": 1}
-    assert reactions == [pytest.approx(0.3, abs=0.03)]
+    assert reactions == [pytest.approx(0.24, abs=0.03)]
     await session.close()
 
     # The echo agent hears no words to judge by: whatever it held was a turn.

@@ -11,7 +11,7 @@ class BargeIn:
     """Fed after the turn detector on every inbound chunk; says when to interrupt.
 
     Plain mode: the user has spoken `interrupt_min_speech_ms` in the current
-    utterance. With `echo_guard`, only voiced audio at least `echo_margin_db`
+    utterance. With `echo_guard`, only speech at least `echo_margin_db`
     relative to the agent's own output level counts, so a client without echo
     cancellation does not interrupt the agent with its own voice; an utterance
     that started while the agent spoke and never passed is `echo_only`.
@@ -22,7 +22,7 @@ class BargeIn:
         self._guard = settings.echo_guard
         self._margin_db = settings.echo_margin_db
         self._counted_ms = 0
-        self._voiced_ms = 0
+        self._spoken_ms = 0
         self._began_over_agent = False
         self.confirmed = False  # this utterance is the user, not noise or echo
 
@@ -32,24 +32,24 @@ class BargeIn:
         Returns True when the user has spoken long enough to interrupt.
         """
         if not detector.speaking:
-            self._counted_ms = self._voiced_ms = 0
+            self._counted_ms = self._spoken_ms = 0
             self._began_over_agent = self.confirmed = False
             return False
-        new_voiced_ms = detector.voiced_ms - self._voiced_ms
-        if self._voiced_ms == 0:
+        new_spoken_ms = detector.spoken_ms - self._spoken_ms
+        if self._spoken_ms == 0:
             self._began_over_agent = agent_db is not None
-        self._voiced_ms = detector.voiced_ms
-        if self._counts(pcm, agent_db, new_voiced_ms):
-            self._counted_ms += new_voiced_ms
+        self._spoken_ms = detector.spoken_ms
+        if self._counts(pcm, agent_db, new_spoken_ms):
+            self._counted_ms += new_spoken_ms
         if self._counted_ms >= self._min_ms:
             self.confirmed = True
         return self.confirmed
 
-    def _counts(self, pcm: bytes, agent_db: float | None, new_voiced_ms: int) -> bool:
+    def _counts(self, pcm: bytes, agent_db: float | None, new_spoken_ms: int) -> bool:
         if not self._guard or agent_db is None or agent_db <= SILENT_DB:
             return True
         # Only compute the level when there is new speech to weigh.
-        return new_voiced_ms > 0 and pcm_db(pcm) >= agent_db + self._margin_db
+        return new_spoken_ms > 0 and pcm_db(pcm) >= agent_db + self._margin_db
 
     @property
     def echo_only(self) -> bool:

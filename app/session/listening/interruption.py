@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from app.config import VadSettings
 from app.errors import EngineError
 from app.observability.counters import InterruptionStats
 from app.session.speaking.reply import Reply
@@ -41,6 +42,8 @@ BACKCHANNEL = frozenset(
     }
 )  # fmt: skip
 LONGEST_PHRASE = max(len(phrase) for phrase in BACKCHANNEL)
+# Speech beyond which an utterance is no backchannel ("yeah, okay" takes ~0.8 s).
+BACKCHANNEL_MS = 1200
 
 Transcribe = Callable[[bytes], Awaitable[Transcript | None]]
 
@@ -62,7 +65,10 @@ def no_turn(text: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class InterruptionCallbacks:
     transcribe: Transcribe
+    transcribe_brief: Transcribe  # sooner, less surely: a second or so of speech
     still_speaking: Callable[[], bool]
+    spoken_ms: Callable[[], int]  # how long the user has spoken in their utterance so far
+    so_far: Callable[[], bytes]  # the user's utterance so far
     # The utterance was a turn: commit it under this item id, with its transcript if made.
     was_turn: Callable[[bytes, str, Transcript | None], None]
     was_no_turn: Callable[[str], None]  # its item id
@@ -80,7 +86,13 @@ class Interruptions:
         self._reply: Reply | None = None
         self._window = OneShot(self._window_closed)
         self._judging: asyncio.Task[None] | None = None
+        self._early: asyncio.Task[None] | None = None  # a judgment at a pause in the speech
         self._paused_at = 0.0
+        self._window_s = 0.0
+        # The utterance going on was judged a backchannel so far and the reply let go on,
+        # when the user had spoken this long; None when none was.
+        self.let_go_at_ms: int | None = None
+        self._let_go: Reply | None = None  # that reply
 
     @property
     def pending(self) -> bool:
@@ -88,9 +100,35 @@ class Interruptions:
         return self._held is not None
 
     @property
+    def judging(self) -> bool:
+        """The utterance going on interrupted a reply: held, or let go on for now."""
+        return self._held is not None or self._let_go is not None
+
+    @property
     def _held(self) -> Reply | None:
         """The reply held, unless something else ended it meanwhile (the client)."""
         return self._reply if self._reply is not None and not self._reply.done else None
+
+    def talked_over(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> None:
+        """The user spoke over `reply` long enough (`spoken_ms` so far): hold it while that
+        is judged, or cut it now (interrupt_mode cancel, or a reply the transport cannot
+        hold). After a backchannel let it go on, only as much speech again does."""
+        if self.let_go_at_ms is not None:
+            spoken_ms = self._on.spoken_ms()
+            enough = max(BACKCHANNEL_MS, self.let_go_at_ms + vad.interrupt_min_speech_ms)
+            if spoken_ms <= enough:
+                return
+            self.spoke_on()
+        if self._held is not None:
+            return  # held already, and being judged
+        self._window_s = vad.resume_window_ms / 1000
+        held = vad.interrupt_mode == "pause" and self.pause(reply, self._window_s, spoken_ms)
+        if not held:
+            self.cut(reply, spoken_ms)
+        elif self._early is None or self._early.done():
+            # Judged at once on what was said so far: a backchannel lets the reply go on
+            # within a transcription's time, instead of after the utterance ends.
+            self._early = spawn(self._judge_early(None), f"{self._session_id}:early")
 
     def pause(self, reply: Reply, window_s: float, spoken_ms: int) -> bool:
         """Hold `reply` while the interruption is judged; False where it cannot be held
@@ -115,15 +153,74 @@ class Interruptions:
             self._stats.cancelled += 1
             self._stats.reacted(spoken_ms)
 
+    def quiet(self) -> None:
+        """The user paused within the interrupting utterance: a short one is judged now,
+        with a brief transcription of what was said so far, rather than after the whole
+        silence window and a full one. A backchannel lets a held reply go on; words hold
+        a reply that was let go on again; the utterance's end judges it in full."""
+        spoken_ms = self._on.spoken_ms()
+        if (self._held is None and self._let_go is None) or spoken_ms > BACKCHANNEL_MS:
+            return
+        if self._early is not None and not self._early.done():
+            return
+        self._early = spawn(self._judge_early(spoken_ms), f"{self._session_id}:pause")
+
+    async def _judge_early(self, at_pause_ms: int | None) -> None:
+        """`at_pause_ms`: how long the user had spoken at the pause judged (None: still
+        speaking, just interrupted)."""
+        started = time.monotonic()
+        try:
+            heard = await self._on.transcribe_brief(self._on.so_far())
+        except EngineError as exc:
+            log.info("no brief judgment of an interruption: %s", exc,
+                     extra={"session_id": self._session_id})  # fmt: skip
+            return
+        if heard is None or (at_pause_ms is not None and self._on.spoken_ms() != at_pause_ms):
+            return  # no words to judge by, or the user spoke on: the end decides
+        took_ms = (time.monotonic() - started) * 1000
+        if no_turn(heard.text):
+            if self._held is not None:
+                self.let_go_at_ms = self._on.spoken_ms()
+                self._let_go = self._held
+                self._resume(f"after {heard.text!r} so far (transcribed in {took_ms:.0f} ms)")
+        elif self._let_go is not None and self._held is None:
+            reply = self._let_go
+            self.spoke_on()  # more than a backchannel after all: held for the end to judge
+            if not reply.done and self.pause(reply, self._window_s, self._on.spoken_ms()):
+                log.info("reply held again after %r", heard.text,
+                         extra={"session_id": self._session_id})  # fmt: skip
+
+    def spoke_on(self) -> None:
+        """The user said more after a backchannel let the reply go on: enough to hold it
+        again, and to judge the whole utterance when it ends."""
+        self.let_go_at_ms = self._let_go = None
+
+    def ended_over(self, reply: Reply, audio: bytes, item_id: str) -> None:
+        """An utterance too short to barge in ("stop", "mm") ended while `reply` plays:
+        judged by its words as a backchannel let go on is, the reply playing meanwhile."""
+        self._let_go = reply
+        self.ended(audio, item_id)
+
     def ended(self, audio: bytes, item_id: str) -> None:
         """The interrupting utterance ended: judge it by its words. Utterances are judged
         in order; the reply resumes only if the last of them was no turn."""
+        if self._early is not None:
+            self._early.cancel()  # the whole utterance is judged now
         previous = self._judging
+        let_go, self._let_go, self.let_go_at_ms = self._let_go, None, None
         self._judging = spawn(
-            self._judge(audio, item_id, previous), f"{self._session_id}:interruption"
+            self._judge(audio, item_id, previous, let_go), f"{self._session_id}:interruption"
         )
 
-    async def _judge(self, audio: bytes, item_id: str, previous: asyncio.Task[None] | None) -> None:
+    async def _judge(
+        self,
+        audio: bytes,
+        item_id: str,
+        previous: asyncio.Task[None] | None,
+        let_go: Reply | None,
+    ) -> None:
+        """`let_go`: the reply that went on, the utterance's start heard as a backchannel;
+        its whole words may still make it a turn."""
         started = time.monotonic()
         try:
             heard = await self._on.transcribe(audio)
@@ -134,12 +231,15 @@ class Interruptions:
         if previous is not None:
             await asyncio.wait([previous])
         # None: no words to judge by (the echo agent, or STT failed): a turn.
-        if self._held is not None and heard is not None and no_turn(heard.text):
+        judged = self._held is not None or let_go is not None
+        if judged and heard is not None and no_turn(heard.text):
             self._on.was_no_turn(item_id)
-            if self._judging is asyncio.current_task():
+            if self._held is not None and self._judging is asyncio.current_task():
                 took_ms = (time.monotonic() - started) * 1000
                 self._resume(f"after {heard.text!r} (transcribed in {took_ms:.0f} ms)")
             return
+        if let_go is not None and let_go.interrupt("turn_detected"):
+            self._stats.cancelled += 1
         self._cancel()
         self._on.was_turn(audio, item_id, heard)
 
@@ -169,5 +269,6 @@ class Interruptions:
 
     async def close(self) -> None:
         self._window.cancel()
-        self._reply = None
+        self._reply = self._let_go = None
+        await cancel_task(self._early)
         await cancel_task(self._judging)

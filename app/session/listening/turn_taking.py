@@ -22,11 +22,11 @@ from app.audio.vad import (
     UtteranceResumed,
     UtteranceStarted,
 )
-from app.config import Settings
+from app.config import Settings, VadSettings
 from app.session.listening.bargein import BargeIn
 from app.session.listening.semantic import TurnJudge
 from app.session.options import SessionOptions
-from app.vocab.speech import TurnModel
+from app.vocab.speech import TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,13 @@ class TurnCallbacks:
     ended: Callable[[UtteranceEnded], None]
     # The user talked over the agent long enough; how long they had spoken, in ms.
     interrupted: Callable[[int], None]
+    # The user has been quiet QUIET_MS within an utterance: a moment to judge it early.
+    quiet: Callable[[], None] = lambda: None
+
+
+# Long enough to be past webrtcvad's hangover and a breath, short enough to judge a
+# backchannel while the listener waits; a turn still needs the full silence window.
+QUIET_MS = 160
 
 
 class TurnTaking:
@@ -47,20 +54,28 @@ class TurnTaking:
         session_id: str,
         settings: Settings,
         callbacks: TurnCallbacks,
-        *,
         turn_model: TurnModel | None,
+        voice_model: VoiceModel | None = None,
+        *,
         output_level: Callable[[], float] | None,
     ) -> None:
+        """`voice_model`: Silero, for vad.detector silero (None: webrtcvad)."""
         self._session_id = session_id
         self._settings = settings
         self._on = callbacks
         self._turn_model = turn_model
+        self._voice_model = voice_model
         self._output_level = output_level
         self._vad = settings.vad
-        self._detector = TurnDetector(settings.vad)
+        self._detector = self._new_detector(settings.vad)
         self._barge_in = BargeIn(settings.vad)
         self._judge: TurnJudge | None = None
         self._speculate = True
+        self._quiet_told = False  # quiet() was called for this silence
+        # A start not yet told: speech that began over the agent's voice is announced
+        # only once the echo guard has heard enough of the user in it, so clients that
+        # stop playback on speech_started are not stopped by the agent's own echo.
+        self._unannounced: UtteranceStarted | None = None
 
     @property
     def position_ms(self) -> int:
@@ -71,8 +86,18 @@ class TurnTaking:
         return self._detector.speaking
 
     @property
+    def spoken_ms(self) -> int:
+        """How long the user has spoken in the utterance so far (0 outside one)."""
+        return self._detector.spoken_ms
+
+    def so_far(self) -> bytes:
+        """The utterance until now (b"" outside one)."""
+        return self._detector.so_far()
+
+    @property
     def echo_only(self) -> bool:
-        """The utterance began over the agent's voice and never passed the echo guard."""
+        """The utterance began over the agent's voice and never passed the echo guard;
+        its start was never told."""
         return self._barge_in.echo_only
 
     def configure(self, options: SessionOptions) -> None:
@@ -83,7 +108,7 @@ class TurnTaking:
         self.reset()
         if options.semantic and self._turn_model is not None:
             turn = self._settings.turn
-            self._detector = TurnDetector(
+            self._detector = self._new_detector(
                 vad, pause_ms=turn.first_check_ms, recheck_ms=turn.recheck_ms
             )
             self._judge = self._judge or TurnJudge(
@@ -96,15 +121,25 @@ class TurnTaking:
             # begun blindly at every pause is thrown away at each one it calls unfinished.
             self._speculate = False
         else:
-            self._detector = TurnDetector(vad)
+            self._detector = self._new_detector(vad)
             self._judge = None
             self._speculate = True  # the detector pauses only when speculation is on
 
-    def push(self, pcm16k: bytes, *, interruptible: bool) -> None:
-        """The user's audio; `interruptible`: a reply is playing that speech may cut."""
-        for event in self._detector.push(pcm16k):
+    def _new_detector(
+        self, vad: VadSettings, *, pause_ms: int | None = None, recheck_ms: int = 0
+    ) -> TurnDetector:
+        """With a fresh voice detector: its state is this stream's alone."""
+        voice = None
+        if vad.detector == "silero" and self._voice_model is not None:
+            voice = self._voice_model.detector()
+        return TurnDetector(vad, voice=voice, pause_ms=pause_ms, recheck_ms=recheck_ms)
+
+    def push(self, pcm16k: bytes, judged: bytes | None = None, *, interruptible: bool) -> None:
+        """The user's audio; `judged`: the same with noise suppressed, for deciding what is
+        speech; `interruptible`: a reply is playing that speech may cut."""
+        for event in self._detector.push(pcm16k, judged):
             if isinstance(event, UtteranceStarted):
-                self._on.started(event)
+                self._unannounced = event  # told once the echo guard has weighed it
             elif isinstance(event, UtterancePaused):
                 if self._speculate:
                     self._on.paused(event.audio)
@@ -116,7 +151,17 @@ class TurnTaking:
                 self._on.resumed()
             elif isinstance(event, UtteranceEnded):
                 self._ended(event)
-        if self._barge_in_heard(pcm16k) and interruptible and self._vad.interrupt_response:
+        quiet_ms = self._detector.quiet_ms
+        if quiet_ms >= QUIET_MS and not self._quiet_told:
+            self._quiet_told = True
+            self._on.quiet()
+        elif quiet_ms == 0:
+            self._quiet_told = False
+        barged_in = self._barge_in_heard(pcm16k)
+        if self._unannounced is not None and not self._barge_in.echo_only:
+            started, self._unannounced = self._unannounced, None
+            self._on.started(started)
+        if barged_in and interruptible and self._vad.interrupt_response:
             self._on.interrupted(self._detector.speech_ms)
 
     def end_now(self) -> bool:
@@ -135,6 +180,7 @@ class TurnTaking:
     def reset(self) -> None:
         """Forget the utterance in progress."""
         self._detector.reset()
+        self._unannounced = None
         if self._judge is not None:
             self._judge.resumed()
 
@@ -143,6 +189,7 @@ class TurnTaking:
             await self._judge.close()
 
     def _ended(self, event: UtteranceEnded) -> None:
+        self._unannounced = None
         if self._judge is not None:
             self._judge.resumed()
         self._on.ended(event)

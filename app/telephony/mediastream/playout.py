@@ -44,6 +44,11 @@ class MarkedPlayout:
         self._caught_up.clear()
         await self._push_mark(str(position))
 
+    @property
+    def clock(self) -> SocketPlayout:
+        """The clock of what the carrier plays, and when."""
+        return self._clock
+
     def mark_echoed(self, name: str) -> bool:
         """The carrier reached mark `name`; False for a name that is not one of ours."""
         try:

@@ -13,6 +13,7 @@ Out: media (the reply, in the stream's G.711 law), mark (after each piece), clea
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -29,7 +30,7 @@ from app.session import messages as msg
 from app.session.messages import SessionMessage
 from app.session.session import Session
 from app.telephony.mediastream.playout import MarkedPlayout
-from app.vocab.pcm import INBOUND_RATE
+from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
 from app.ws.transport import WsTransport
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
 # A carrier sends 20 ms a message (about 250 bytes); this is seconds of audio. Larger
 # messages are refused (the stream closes) before they are parsed.
 MAX_MESSAGE_BYTES = 64 * 1024
+STEP_BYTES = BYTES_PER_S  # a long message's audio reaches the session a second at a time
 MAX_ID_CHARS = 64  # a stream's id, as kept, logged and echoed on every message we send
 
 
@@ -60,6 +62,7 @@ class TwilioDialect:
         self._session: Session | None = None
         self._playout: MarkedPlayout | None = None
         self._inbound = Resampler(INBOUND_RATE)
+        self._heard = b""  # the last message's audio, at 16 kHz, for the session
         self.last_media_at: float | None = None  # the caller's audio: a stream sends it always
 
     def attach(self, session: Session, playout: MarkedPlayout) -> None:
@@ -72,14 +75,30 @@ class TwilioDialect:
         1007, with the reason: the socket's reader awaits the close it returns); `stop`
         ends the call."""
         try:
-            self.parse(data)
+            self.parse(data, in_steps=True)
         except BadStreamMessage as exc:
             log.warning("media stream refused: %s", exc, extra={"session_id": self.session_id})
             return self._transport.close(UNSUPPORTED_DATA, str(exc)[:120])
-        return None
+        return self._hear_in_steps() if self._heard else None
 
-    def parse(self, data: str | bytes) -> None:
-        """Act on one message; BadStreamMessage for one that is not Twilio's."""
+    def _hear_now(self) -> None:
+        heard, self._heard = self._heard, b""
+        if heard:
+            assert self._session is not None
+            self._session.push_audio(heard)
+
+    async def _hear_in_steps(self) -> None:
+        """A long message's audio reaches the session a second at a time, the loop's other
+        work let in between (each second goes through the echo canceller)."""
+        heard, self._heard = self._heard, b""
+        assert self._session is not None
+        for offset in range(0, len(heard), STEP_BYTES):
+            self._session.push_audio(heard[offset : offset + STEP_BYTES])
+            await asyncio.sleep(0)
+
+    def parse(self, data: str | bytes, *, in_steps: bool = False) -> None:
+        """Act on one message; BadStreamMessage for one that is not Twilio's. `in_steps`:
+        audio of more than a second is left for _hear_in_steps()."""
         if len(data) > MAX_MESSAGE_BYTES:
             raise BadStreamMessage(f"a message of {len(data)} bytes (at most {MAX_MESSAGE_BYTES})")
         try:
@@ -89,6 +108,8 @@ class TwilioDialect:
             raise BadStreamMessage(f"not a media stream message: {str(data)[:80]!r}") from exc
         try:
             self._handle(kind, event)
+            if not in_steps or len(self._heard) <= STEP_BYTES:
+                self._hear_now()
         except BadStreamMessage:
             raise
         except (
@@ -113,7 +134,7 @@ class TwilioDialect:
                 encoded = base64.b64decode(event["media"]["payload"], validate=True)
                 pcm8k = np.frombuffer(g711.decode(encoded, self.law), dtype=np.int16)
                 self.last_media_at = time.monotonic()
-                self._session.push_audio(self._inbound.pcm(pcm8k, RATE))
+                self._heard += self._inbound.pcm(pcm8k, RATE)
             case "mark":
                 self._playout.mark_echoed(str(event["mark"]["name"]))
             case "dtmf":

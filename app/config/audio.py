@@ -1,0 +1,36 @@
+"""What is done to the caller's audio before the turn detector and Whisper hear it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+NoiseReduction = Literal["off", "near_field", "far_field"]
+
+
+class AudioSettings(BaseModel):
+    # Browsers cancel their own echo (getUserMedia's echoCancellation), so WebRTC peers
+    # are left alone unless asked; a phone line can be assumed to have none.
+    echo_cancellation: bool = Field(
+        False,
+        description="Cancel the agent's own voice in what WebRTC peers send back (WebRTC's "
+        "AEC3, with what the server played as the reference). For peers without echo "
+        "cancellation: speakerphone apps, gateways.",
+    )
+    # Off until it is safe on lines that send no echo back: there, until AEC3 has found
+    # that out (its first seconds), it takes the caller's speech down with Silero missing
+    # it, and a caller cannot interrupt the first reply (tests/e2e/test_twilio.py).
+    echo_cancellation_phones: bool = Field(
+        False,
+        description="The same for phone calls (SIP, media streams, WebRTC legs in G.711), "
+        "whatever echo_cancellation says. For lines whose echo comes back loud (down to "
+        "G.168's 6 dB), where the echo guard alone lets it through.",
+    )
+    noise_reduction: NoiseReduction = Field(
+        "off",
+        description="Noise suppression (WebRTC NS) on the audio the turn detector judges, "
+        "unless a session asks otherwise with audio.input.noise_reduction: near_field "
+        "(moderate, a headset) or far_field (strong, a laptop or a room's microphone). "
+        "Whisper always hears the unsuppressed audio, which it transcribes better.",
+    )
