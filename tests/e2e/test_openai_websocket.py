@@ -113,7 +113,7 @@ async def test_sdk_websocket_spoken_turn_and_text_turn(
 
 
 async def test_websocket_bad_input_and_a_full_pool(
-    start_server: Callable[..., ServerProcess],
+    start_server: Callable[..., ServerProcess], speech: Callable[[str], Path]
 ) -> None:
     server = start_server("--agent", "echo", "--max-sessions", "1")
     url = server.url.replace("http://", "ws://") + "/v1/realtime?model=x"
@@ -148,10 +148,10 @@ async def test_websocket_bad_input_and_a_full_pool(
         assert busy.status_code == 503 and busy.headers["retry-after"]
         assert busy.json()["error"]["type"] == "session_limit_reached"
 
-        # The first session survived all that: echo answers speech sent as audio.
-        tone = (np.sin(np.arange(24_000) * 2 * np.pi * 220 / 24_000) * 8000).astype(np.int16)
-        noise = np.random.default_rng(1).normal(0, 3000, 24_000).astype(np.int16)
-        audio = base64.b64encode((tone + noise).tobytes()).decode()
+        # The first session survived all that: echo answers speech sent as audio
+        # (real speech: the voice detector rightly ignores a tone).
+        pcm = load_wav(str(speech("Hello there.")), rate=24_000)
+        audio = base64.b64encode(pcm.tobytes()).decode()
         await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
         await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
         kinds = []
