@@ -2,6 +2,7 @@
 
     python -m bench.phone_echo                     # return loss 6, 10, 12, 15, 20 dB
     python -m bench.phone_echo --return-loss 8 12
+    python -m bench.phone_echo --front cancelled+guard
 
 A Python phone (tests/support/rtp_phone.py) calls the echo agent over SIP, says one
 sentence, and feeds the agent's voice back into its microphone `return loss` dB down and
@@ -24,6 +25,12 @@ from tests.support.server import ServerProcess, free_udp_port
 from tests.support.speech import speak_to_wav, telephone_pcm
 
 LISTEN_S = 20.0
+FRONTS = {  # name: (echo cancellation, echo guard) for phone calls
+    "cancelled+guard": ("true", "true"),  # phone calls' default
+    "cancelled": ("true", "false"),
+    "guard": ("false", "true"),
+    "neither": ("false", "false"),
+}
 
 
 async def turns(server: ServerProcess, return_loss_db: float, sentence: bytes) -> int:
@@ -42,18 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--return-loss", type=float, nargs="+", default=[6, 10, 12, 15, 20])
+    parser.add_argument("--front", nargs="+", choices=list(FRONTS), default=list(FRONTS))
     args = parser.parse_args(argv)
     print(machine())
     folder = Path(tempfile.mkdtemp(prefix="phone-echo-"))
     wav = folder / "sentence.wav"
     speak_to_wav("Please read back my account number, slowly and clearly.", wav)
     sentence = telephone_pcm(wav)
-    fronts = {  # name: (echo cancellation, echo guard) for phone calls
-        "cancelled+guard": ("true", "true"),
-        "cancelled": ("true", "false"),
-        "guard": ("false", "true"),
-        "neither": ("false", "false"),
-    }
+    fronts = {name: FRONTS[name] for name in args.front}
     servers = {
         name: ServerProcess(
             [

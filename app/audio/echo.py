@@ -20,6 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.audio.echo_presence import EchoPresence
 from app.audio.resample import Resampler
 
 log = logging.getLogger(__name__)
@@ -93,9 +94,10 @@ class EchoReference:
         """The `samples` played up to `end` (zeros where nothing played)."""
         out = np.zeros(samples, dtype=np.int16)
         start = end - samples / RATE
-        for seg_start, seg in self._segments:
-            seg_end = seg_start + len(seg) / RATE
-            if seg_end <= start or seg_start >= end:
+        for seg_start, seg in self._segments:  # in order of start
+            if seg_start >= end:
+                break
+            if seg_start + len(seg) / RATE <= start:
                 continue
             src = max(0, round((start - seg_start) * RATE))
             dst = max(0, round((seg_start - start) * RATE))
@@ -126,11 +128,11 @@ class EchoCanceller:
         self._reference = reference
         self._session_id = session_id
         self._now = now
-        self._pending = b""
         self._anchor: float | None = None  # clock time of the next sample in
         self._least_late = float("inf")  # in this second of audio
         self._counted = 0  # samples in this second
         self.failed = False
+        self.presence = EchoPresence()
         # Audio in and out while the agent played, once AEC3 had time to converge: the
         # echo return loss enhancement (bench/echo.py).
         self._reference_frames = 0
@@ -138,22 +140,20 @@ class EchoCanceller:
         self.energy_out = 0.0
 
     def process(self, pcm16k: bytes) -> tuple[bytes, bytes]:
-        """The audio that just arrived, echo removed, and as the voice detector should
-        hear it (whole 10 ms frames; the rest waits for the next call).
+        """The audio that just arrived (whole 10 ms frames), echo removed, and as the
+        voice detector should hear it.
+
+        Where no echo is coming back, both are the caller's audio untouched: AEC3, until
+        it has found the echo path, takes down a caller talking over the agent too.
 
         In double talk AEC3's suppressor chops the caller's speech, which a voice
         detector then hears as stops and starts: it hears the microphone itself in the
         frames the canceller took little out of (the caller's, or no echo at all), and
         the cancelled audio only where it took out most (the agent's echo)."""
-        if self.failed:
+        if self.failed or not pcm16k:
             return pcm16k, pcm16k
         arrived = self._now()
-        data = self._pending + pcm16k
-        usable = len(data) - len(data) % (FRAME * 2)
-        self._pending = data[usable:]
-        if not usable:
-            return b"", b""
-        near = np.frombuffer(data[:usable], dtype=np.int16)
+        near = np.frombuffer(pcm16k, dtype=np.int16)
         # The stream's clock: counted in samples from an anchor, so jitter does not
         # move the echo path; the first sample just in was captured at `start`.
         start = arrived - len(near) / RATE
@@ -175,12 +175,15 @@ class EchoCanceller:
                 "echo cancellation failed; this call goes on without it",
                 extra={"session_id": self._session_id},
             )
-            return data[:usable], data[:usable]
+            return pcm16k, pcm16k
         if far.any():
             self._reference_frames += len(near) // FRAME
             if self._reference_frames > CONVERGED_FRAMES:
                 self.energy_in += float(np.dot(near.astype(np.float64), near))
                 self.energy_out += float(np.dot(out.astype(np.float64), out))
+        self.presence.update(near, far)
+        if not self.cancels:
+            return pcm16k, pcm16k
         out = out.astype(np.int16)
         return out.tobytes(), _echo_gated(near, out).tobytes()
 
@@ -198,8 +201,15 @@ class EchoCanceller:
 
     @property
     def converged(self) -> bool:
-        """AEC3 has had the agent's voice long enough to have found the echo path."""
-        return not self.failed and self._reference_frames > CONVERGED_FRAMES
+        """AEC3 has had the agent's voice long enough to have found the echo path, and
+        there is an echo on this line: its output can be trusted from now on."""
+        return not self.failed and self.presence.seen and self._reference_frames > CONVERGED_FRAMES
+
+    @property
+    def cancels(self) -> bool:
+        """Its output is used: converged, or the agent's voice is coming back now, or
+        too little of it has played yet to tell."""
+        return self.converged or self.presence.now is not False
 
     @property
     def erle_db(self) -> float | None:

@@ -49,8 +49,9 @@ class FrontEnd:
 
     def output_level(self, level: Callable[[], float]) -> Callable[[], float]:
         """How loud the agent's voice is coming back, for the echo guard: `level` (what
-        went out) until the canceller has converged; after that its echo is cancelled,
-        and the guard, which would also hold back a caller quieter than the agent, rests."""
+        went out) until the canceller has converged on an echo it heard; after that the
+        echo is cancelled, and the guard, which would also hold back a caller quieter
+        than the agent, rests."""
 
         def coming_back() -> float:
             canceller = self._canceller

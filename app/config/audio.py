@@ -18,14 +18,11 @@ class AudioSettings(BaseModel):
         "AEC3, with what the server played as the reference). For peers without echo "
         "cancellation: speakerphone apps, gateways.",
     )
-    # Off until it is safe on lines that send no echo back: there, until AEC3 has found
-    # that out (its first seconds), it takes the caller's speech down with Silero missing
-    # it, and a caller cannot interrupt the first reply (tests/e2e/test_twilio.py).
     echo_cancellation_phones: bool = Field(
-        False,
+        True,
         description="The same for phone calls (SIP, media streams, WebRTC legs in G.711), "
-        "whatever echo_cancellation says. For lines whose echo comes back loud (down to "
-        "G.168's 6 dB), where the echo guard alone lets it through.",
+        "whatever echo_cancellation says. Its output is used only while the agent's "
+        "voice is heard coming back, so a line without echo is left as it is.",
     )
     noise_reduction: NoiseReduction = Field(
         "off",

@@ -125,6 +125,24 @@ def test_the_voice_detector_hears_the_caller_whole_and_the_echo_cancelled(
     assert level_db(judged[alone]) < level_db(mic[alone]) - 20
 
 
+def test_on_a_line_without_echo_a_caller_over_the_first_reply_is_untouched(
+    agent_voice: np.ndarray,
+) -> None:
+    """AEC3 has not found an echo path in the first second, and would take the caller
+    down as if they were echo: with no echo coming back, its output is not used."""
+    caller = np.zeros(len(agent_voice))
+    words = espeak("Wait, stop, I have a question.", voice="en-gb")
+    at = RATE * 3 // 2  # before AEC3 has had 2 s of the agent's voice
+    caller[at : at + len(words)] = words
+    pieces: list[bytes] = []
+    out = run_call(agent_voice, caller, judged=pieces)
+    judged = np.frombuffer(b"".join(pieces), np.int16)
+    mic = np.frombuffer(pcm16(caller), np.int16)[: len(out)]
+    span = slice(at, at + len(words))
+    assert np.array_equal(out[span], mic[span])
+    assert np.array_equal(judged[span], mic[span])
+
+
 def test_a_reference_at_the_phones_rate_and_a_gap_in_the_stream(
     agent_voice: np.ndarray,
 ) -> None:

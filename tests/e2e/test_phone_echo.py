@@ -1,10 +1,10 @@
 """A phone line without echo cancellation: the agent's voice comes back into the caller's
 microphone 6 dB down (G.168's worst echo return loss; lines are usually 15-20) and 100 ms
-late. The server cancels that echo (`--audio-echo-cancellation-phones true`), which must
-keep it from becoming a turn, a barge-in or a speech_started, with the echo guard on too
-(phone calls' default) or not, while the caller speaking over the agent still interrupts
-it. The guard alone does not hold at 6 dB: the echo is louder than its margin. The echo
-agent makes the failure loud: a heard echo is played back, and its echo again."""
+late. The server cancels that echo (phone calls' default), which must keep it from
+becoming a turn, a barge-in or a speech_started, with the echo guard on too (phone calls'
+default) or not, while the caller speaking over the agent still interrupts it. The guard
+alone does not hold at 6 dB: the echo is louder than its margin. The echo agent makes
+the failure loud: a heard echo is played back, and its echo again."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from tests.support.speech import telephone_pcm
 pytestmark = pytest.mark.e2e
 
 RETURN_LOSS_DB = 6
-CANCEL = ("--audio-echo-cancellation-phones", "true")
 
 
 @pytest.fixture
@@ -43,7 +42,7 @@ async def call_with_echo(
 
 @pytest.mark.parametrize(
     "flags",
-    [CANCEL, (*CANCEL, "--vad-echo-guard-phones", "false")],
+    [(), ("--vad-echo-guard-phones", "false")],
     ids=["cancelled-and-guarded", "cancelled"],
 )
 async def test_the_agents_echo_is_not_a_turn_but_the_caller_still_interrupts(
