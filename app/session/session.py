@@ -14,7 +14,7 @@ from app.agent.responders import Responder
 from app.audio.echo import EchoReference
 from app.audio.front_end import FrontEnd
 from app.audio.vad import UtteranceEnded, UtteranceStarted
-from app.config import Settings
+from app.config import Settings, VadSettings
 from app.ids import new_id
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
@@ -260,6 +260,11 @@ class Session:
 
     # --- the user's side
 
+    @property
+    def _vad(self) -> VadSettings:
+        """Turn settings: the session's, or the server's while the client commits turns."""
+        return self.options.vad or self._settings.vad
+
     def _speech_started(self, event: UtteranceStarted) -> None:
         self.touch()
         self._idle.cancel()
@@ -274,7 +279,7 @@ class Session:
         self._emit(msg.SpeechStopped(item_id, event.audio_end_ms, event.silence_ms))
         if self._interruptions.judging:
             self._interruptions.ended(event.audio, item_id)
-        elif self.reply is not None and (self.options.vad or self._settings.vad).interrupt_response:
+        elif self.reply is not None and self._vad.interrupt_response:
             self._interruptions.ended_over(self.reply, event.audio, item_id)
         else:
             self._committed(event.audio, item_id, silence_ms=event.silence_ms)
@@ -319,10 +324,10 @@ class Session:
         self._enqueue(ReplyRequest(self.id, None))
 
     def _talked_over(self, spoken_ms: int) -> None:
-        vad, job = self.options.vad or self._settings.vad, self._job
+        job = self._job
         # A reply begun in a pause of this very turn is the speculation's to drop.
         if (reply := self.reply) is not None and not (isinstance(job, UserTurn) and not job.ended):
-            self._interruptions.talked_over(reply, vad, spoken_ms)
+            self._interruptions.talked_over(reply, self._vad, spoken_ms)
 
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.
