@@ -8,6 +8,7 @@ the user speaks over it at 3.5 s.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -65,15 +66,15 @@ def frames_of(audio: Speaker) -> int:
     return -(-samples // audio.frame_samples)
 
 
-def longest_gap_s(times: list[float]) -> tuple[float, float]:
-    """(start, length) of the longest silence between voiced frames."""
-    gaps = [(a, b - a) for a, b in zip(times, times[1:], strict=False)]
-    return max(gaps, key=lambda gap: gap[1])
-
-
 async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lost() -> None:
     reactions: list[float] = []
-    stats = InterruptionStats(on_reaction=reactions.append)
+    held_at: list[float] = []  # when the reply was held, on the clock the frames keep
+
+    def held(spoken_s: float) -> None:
+        reactions.append(spoken_s)
+        held_at.append(time.monotonic())
+
+    stats = InterruptionStats(on_reaction=held)
     session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
@@ -102,11 +103,12 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
     # It was held from the barge-in until a brief transcription of what was said so far
     # heard a backchannel, not until the utterance and the turn's silence window ended;
     # the whole utterance was transcribed at its end all the same, to be sure of it.
-    _, barge_at = sent.at(msg.SpeechStarted, 1)
+    # (The hold itself may be a few ms, no longer than the gaps a busy machine leaves
+    # between frames: what counts is that the reply played on before the turn ended.)
     _, stopped_at = sent.at(msg.SpeechStopped, 1)
-    gap_at, gap_s = longest_gap_s([at for at in voiced if at >= barge_at])
-    assert gap_at < stopped_at
-    assert gap_at + gap_s < stopped_at, "the reply went on before the turn would have ended"
+    assert held_at[0] < stopped_at
+    went_on = [at for at in voiced if held_at[0] < at < stopped_at]
+    assert went_on, "the reply went on before the turn would have ended"
     assert engines.stt.briefly_heard, "judged briefly"
     assert engines.stt.briefly_heard[0] < engines.stt.heard[1], "on the utterance so far"
     await session.close()
