@@ -54,26 +54,71 @@ class Foreground:
     speech to any voice detector; what sets the caller apart is being nearer the
     microphone, louder. Within an utterance, voiced frames more than `background_db`
     below its loudest (smoothed) count as silence, so a turn ends when the caller stops
-    even while others talk on."""
+    even while others talk on.
+
+    A room 10 dB under the caller peaks within 8 dB of the caller's loudest, above that
+    line, so a second one is drawn where the room is known: an utterance whose loudest
+    rose RISE_DB above its opening OPENING_MS began on the room (babble starts a turn
+    before the caller does), and after that only speech ABOVE_ROOM_DB over the opening's
+    loudest is the caller's. It never asks more of the caller than NEAREST_DB under
+    their loudest, so a caller who began softly and speaks on a little quieter still
+    counts (bench/noise.py: with babble 10 dB under ten questions, every turn ended
+    with the caller; on the same questions begun 8-12 dB softer, or going on 6 dB
+    quieter, none ended early)."""
 
     SMOOTHING = 0.3  # a click or a plosive barely moves the loudest
+    OPENING_MS = 300
+    RISE_DB = 6.0
+    ABOVE_ROOM_DB = 4.0
+    NEAREST_DB = 4.0
 
-    def __init__(self, background_db: float) -> None:
+    def __init__(self, background_db: float, frame_ms: int = 20) -> None:
         self._background_db = background_db
+        self._opening_frames = self.OPENING_MS // frame_ms
         self.reset()
 
     def reset(self) -> None:
         self._smoothed: float | None = None
-        self._loudest = SILENT_DB
+        self._loudest = self._opening = SILENT_DB
+        self._frames = self._voiced_frames = 0
+        self._above_room_from: int | None = None
 
     def voiced(self, frame: bytes, voiced: bool) -> bool:
+        self._frames += 1
         if not voiced or not self._background_db:
             return voiced
         db = pcm_db(frame)
         smoothed = db if self._smoothed is None else self._smoothed
         self._smoothed = smoothed + self.SMOOTHING * (db - smoothed)
         self._loudest = max(self._loudest, self._smoothed)
-        return db >= self._loudest - self._background_db
+        self._voiced_frames += 1
+        if self._voiced_frames <= self._opening_frames:
+            self._opening = max(self._opening, self._smoothed)
+        elif self._above_room_from is None and self._smoothed >= self._opening + self.ABOVE_ROOM_DB:
+            self._above_room_from = self._frames - 1
+        return db >= self._threshold()
+
+    @property
+    def began_on_room(self) -> bool:
+        """The caller's voice rose over the talkers this utterance began on."""
+        return (
+            self._voiced_frames > self._opening_frames
+            and self._loudest >= self._opening + self.RISE_DB
+        )
+
+    @property
+    def caller_from(self) -> int | None:
+        """Where the caller's voice began to rise over the room, in frames since the
+        reset (None: the utterance did not begin on the room). The rise is only sure
+        some way into the caller's speech, at 5 dB over the room near its end."""
+        return self._above_room_from if self.began_on_room else None
+
+    def _threshold(self) -> float:
+        line = self._loudest - self._background_db
+        if self.began_on_room:
+            above_room = min(self._opening + self.ABOVE_ROOM_DB, self._loudest - self.NEAREST_DB)
+            line = max(line, above_room)
+        return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +128,9 @@ class UtteranceStarted:
 
 @dataclass(frozen=True, slots=True)
 class UtteranceEnded:
-    audio: bytes  # 16 kHz mono s16, prefix padding included
+    # 16 kHz mono s16, prefix padding included; from the prefix padding before the
+    # caller, where the utterance began on other talkers (Foreground.began_on_room).
+    audio: bytes
     audio_start_ms: int
     audio_end_ms: int
     forced: bool = False  # cut at max_utterance_s rather than by silence
@@ -130,7 +177,7 @@ class TurnDetector:
         recheck_ms: int = 0,
     ) -> None:
         self._voice = voice or WebrtcVoice(settings.aggressiveness)
-        self._foreground = Foreground(settings.background_db)
+        self._foreground = Foreground(settings.background_db, settings.frame_ms)
         self._frame_ms = settings.frame_ms
         self._frame_bytes = SAMPLE_RATE * settings.frame_ms // 1000 * BYTES_PER_SAMPLE
         self._start_frames = settings.start_ms // settings.frame_ms
@@ -144,9 +191,9 @@ class TurnDetector:
         self._pause_frames = self._unvoiced_frames(pause_ms) if pause_ms else 0
         self._recheck_frames = recheck_ms // settings.frame_ms
         self._paused = False
-        prefix_frames = settings.prefix_padding_ms // settings.frame_ms
+        self._prefix_frames = settings.prefix_padding_ms // settings.frame_ms
         # Holds the prefix padding plus the voiced run that may become a start.
-        self._ring: deque[bytes] = deque(maxlen=prefix_frames + self._start_frames)
+        self._ring: deque[bytes] = deque(maxlen=self._prefix_frames + self._start_frames)
         self._pending = b""
         self._pending_judged = b""
         self._frames_seen = 0
@@ -154,6 +201,8 @@ class TurnDetector:
         self._silence_run = self._raw_run = 0
         self._gated_run = False
         self._utterance: list[bytes] | None = None
+        self._caller_from: int | None = None  # where the caller rose over the room
+        self._started_with = 0  # frames the utterance had when it started
         self._start_ms = 0
         self._last_voiced_ms = 0  # where the current utterance's last voiced frame ended
 
@@ -237,6 +286,8 @@ class TurnDetector:
             self._utterance = list(self._ring)
             self._ring.clear()
             self._foreground.reset()
+            self._caller_from = None
+            self._started_with = len(self._utterance)
             self._silence_run = self._raw_run = 0
             self._last_voiced_ms = self.position_ms
             self._start_ms = self.position_ms - self._start_frames * self._frame_ms
@@ -245,6 +296,8 @@ class TurnDetector:
         self._utterance.append(frame)
         heard_speech = voiced
         voiced = self._foreground.voiced(judged, voiced)
+        if self._caller_from is None and (rose := self._foreground.caller_from) is not None:
+            self._caller_from = self._started_with + rose
         if voiced:
             self._raw_run = 0
         else:
@@ -278,12 +331,16 @@ class TurnDetector:
         return beyond > 0 and self._recheck_frames > 0 and beyond % self._recheck_frames == 0
 
     def _trimmed(self) -> tuple[bytes, int]:
-        """The utterance so far, trailing silence cut to the tail we keep, and its end."""
+        """The utterance so far, trailing silence cut to the tail we keep (and the other
+        talkers it began on to the prefix padding), and its end."""
         assert self._utterance is not None
         frames = self._utterance
         trailing = self._silence_run
         if trailing > self._tail_frames:
             frames = frames[: len(frames) - (trailing - self._tail_frames)]
+        if self._caller_from is not None:
+            # Whisper heard the room's words as the caller's question.
+            frames = frames[max(0, self._caller_from - self._prefix_frames) :]
         return b"".join(frames), self.position_ms - self._silence_ms()
 
     def _silence_ms(self) -> int:

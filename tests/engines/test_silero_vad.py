@@ -14,7 +14,7 @@ from app.config import Settings, VadSettings
 from app.engines.silero_vad import SileroVad
 from app.errors import EngineError
 from app.runtime import Runtime
-from tests.support.rooms import espeak, mixed, pcm16, pink_noise
+from tests.support.rooms import active_rms, babble, espeak, mixed, pcm16, pink_noise
 from tests.support.speech import QUESTION, have_espeak
 
 FRAME = SAMPLE_RATE * 20 // 1000 * 2  # bytes in 20 ms
@@ -81,6 +81,48 @@ def test_a_question_in_pink_noise_at_5_db_is_one_utterance(
     # (~170 ms after the speech at 5 dB here), so a turn ends late rather than early.
     end_ms = speech_end_ms(question)
     assert end_ms - 40 <= ended.audio_end_ms <= end_ms + 250
+
+
+def turns(model: SileroVad, samples: np.ndarray) -> list[UtteranceEnded]:
+    detector = TurnDetector(VadSettings(), voice=model.detector())
+    return [e for e in detector.push(pcm16(samples)) if isinstance(e, UtteranceEnded)]
+
+
+@pytest.mark.parametrize("room_db", [10, 5])
+def test_a_room_of_talkers_under_the_caller_does_not_hold_the_turn_open(
+    model: SileroVad, question: np.ndarray, room_db: int
+) -> None:
+    """Four other voices, talking before the question, through it and after it: the
+    turn begins on them, and ends when the caller stops."""
+    spoken = question[SAMPLE_RATE : -2 * SAMPLE_RATE]
+    room = babble(len(question)) * active_rms(spoken) / 10 ** (room_db / 20) + question
+    ended = turns(model, room)
+    assert ended, "the room's talkers held the turn open"
+    end_ms = speech_end_ms(question)
+    assert end_ms - 40 <= ended[0].audio_end_ms <= end_ms + 300
+    assert not ended[0].forced
+    # What Whisper hears starts at the prefix padding (300 ms) before the caller, not
+    # with the talkers the turn began on; the 200 ms of silence after it are kept.
+    kept_ms = len(ended[0].audio) // 32
+    assert end_ms - 1000 <= kept_ms <= end_ms - 1000 + 300 + 200 + 100, kept_ms
+
+
+@pytest.mark.parametrize(
+    ("opening_db", "rest_db"), [(-12, 0), (-8, 0), (0, -6)], ids=["soft-12", "soft-8", "quieter"]
+)
+def test_a_caller_who_begins_softly_or_goes_on_quieter_is_not_cut_off(
+    model: SileroVad, question: np.ndarray, opening_db: float, rest_db: float
+) -> None:
+    """What tells the room from the caller is loudness, and callers' own loudness moves:
+    a soft start is no room of talkers, nor is a caller turning from the microphone."""
+    start, end = SAMPLE_RATE, len(question) - 2 * SAMPLE_RATE
+    split = start + (end - start) * 3 // 10
+    caller = question.copy()
+    caller[start:split] *= 10 ** (opening_db / 20)
+    caller[split:] *= 10 ** (rest_db / 20)
+    ended = turns(model, caller)
+    assert len(ended) == 1, "one turn, not cut in two"
+    assert ended[0].audio_end_ms >= speech_end_ms(question) - 40
 
 
 def test_a_reset_detector_hears_as_a_new_one(model: SileroVad, question: np.ndarray) -> None:
