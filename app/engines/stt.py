@@ -64,7 +64,8 @@ class WhisperSTT:
         if settings.min_window_s < 30 and known_language:
             self._fast = ShortWindow(self._model, settings)
         if known_language:
-            brief = settings.model_copy(update={"min_window_s": BRIEF_WINDOW_S})
+            # Greedy: the listener hears the reply held while it runs.
+            brief = settings.model_copy(update={"min_window_s": BRIEF_WINDOW_S, "beam_size": 1})
             self._brief = ShortWindow(self._model, brief)
         self._transcribe_sync(np.zeros(16_000, dtype=np.float32))  # warm the kernels
         if self._brief is not None:
