@@ -80,11 +80,9 @@ class Foreground:
     def reset(self) -> None:
         self._smoothed: float | None = None
         self._loudest = self._opening = SILENT_DB
-        self._frames = self._voiced_frames = 0
-        self._above_room_from: int | None = None
+        self._voiced_frames = 0
 
     def voiced(self, frame: bytes, voiced: bool) -> bool:
-        self._frames += 1
         if not voiced or not self._background_db:
             return voiced
         db = pcm_db(frame)
@@ -94,8 +92,6 @@ class Foreground:
         self._voiced_frames += 1
         if self._voiced_frames <= self._opening_frames:
             self._opening = max(self._opening, self._smoothed)
-        elif self._above_room_from is None and self._smoothed >= self._opening + self.ABOVE_ROOM_DB:
-            self._above_room_from = self._frames - 1
         return db >= self._threshold()
 
     @property
@@ -105,13 +101,6 @@ class Foreground:
             self._voiced_frames > self._opening_frames
             and self._loudest >= self._opening + self.RISE_DB
         )
-
-    @property
-    def caller_from(self) -> int | None:
-        """Where the caller's voice began to rise over the room, in frames since the
-        reset (None: the utterance did not begin on the room). The rise is only sure
-        some way into the caller's speech, at 5 dB over the room near its end."""
-        return self._above_room_from if self.began_on_room else None
 
     def _threshold(self) -> float:
         line = self._loudest - self._background_db
@@ -128,9 +117,7 @@ class UtteranceStarted:
 
 @dataclass(frozen=True, slots=True)
 class UtteranceEnded:
-    # 16 kHz mono s16, prefix padding included; from the prefix padding before the
-    # caller, where the utterance began on other talkers (Foreground.began_on_room).
-    audio: bytes
+    audio: bytes  # 16 kHz mono s16, prefix padding included
     audio_start_ms: int
     audio_end_ms: int
     forced: bool = False  # cut at max_utterance_s rather than by silence
@@ -191,9 +178,9 @@ class TurnDetector:
         self._pause_frames = self._unvoiced_frames(pause_ms) if pause_ms else 0
         self._recheck_frames = recheck_ms // settings.frame_ms
         self._paused = False
-        self._prefix_frames = settings.prefix_padding_ms // settings.frame_ms
+        prefix_frames = settings.prefix_padding_ms // settings.frame_ms
         # Holds the prefix padding plus the voiced run that may become a start.
-        self._ring: deque[bytes] = deque(maxlen=self._prefix_frames + self._start_frames)
+        self._ring: deque[bytes] = deque(maxlen=prefix_frames + self._start_frames)
         self._pending = b""
         self._pending_judged = b""
         self._frames_seen = 0
@@ -201,8 +188,6 @@ class TurnDetector:
         self._silence_run = self._raw_run = 0
         self._gated_run = False
         self._utterance: list[bytes] | None = None
-        self._caller_from: int | None = None  # where the caller rose over the room
-        self._started_with = 0  # frames the utterance had when it started
         self._start_ms = 0
         self._last_voiced_ms = 0  # where the current utterance's last voiced frame ended
 
@@ -286,8 +271,6 @@ class TurnDetector:
             self._utterance = list(self._ring)
             self._ring.clear()
             self._foreground.reset()
-            self._caller_from = None
-            self._started_with = len(self._utterance)
             self._silence_run = self._raw_run = 0
             self._last_voiced_ms = self.position_ms
             self._start_ms = self.position_ms - self._start_frames * self._frame_ms
@@ -296,8 +279,6 @@ class TurnDetector:
         self._utterance.append(frame)
         heard_speech = voiced
         voiced = self._foreground.voiced(judged, voiced)
-        if self._caller_from is None and (rose := self._foreground.caller_from) is not None:
-            self._caller_from = self._started_with + rose
         if voiced:
             self._raw_run = 0
         else:
@@ -331,16 +312,12 @@ class TurnDetector:
         return beyond > 0 and self._recheck_frames > 0 and beyond % self._recheck_frames == 0
 
     def _trimmed(self) -> tuple[bytes, int]:
-        """The utterance so far, trailing silence cut to the tail we keep (and the other
-        talkers it began on to the prefix padding), and its end."""
+        """The utterance so far, trailing silence cut to the tail we keep, and its end."""
         assert self._utterance is not None
         frames = self._utterance
         trailing = self._silence_run
         if trailing > self._tail_frames:
             frames = frames[: len(frames) - (trailing - self._tail_frames)]
-        if self._caller_from is not None:
-            # Whisper heard the room's words as the caller's question.
-            frames = frames[max(0, self._caller_from - self._prefix_frames) :]
         return b"".join(frames), self.position_ms - self._silence_ms()
 
     def _silence_ms(self) -> int:

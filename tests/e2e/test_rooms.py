@@ -1,10 +1,11 @@
 """Noisy rooms and speakerphones, over real WebRTC peers.
 
 A question asked over pink noise is heard and answered by the real agent, and noise alone
-is no turn. A speakerphone plays the agent back into its own microphone (6 dB down, the
-worst echo return loss G.168 allows, 120 ms late, through a short room response): with
-the server cancelling that echo, the echo agent never hears itself, yet the user still
-interrupts it; without, it talks to itself. (A backchannel over the real agent's answer,
+is no turn; among other talkers, the turn ends with the caller. A speakerphone plays the
+agent back into its own microphone (6 dB down, the worst echo return loss G.168 allows,
+120 ms late, through a short room response): with the server cancelling that echo, the
+echo agent never hears itself, yet the user still interrupts it; without, it talks to
+itself. (A backchannel over the real agent's answer,
 resumed with every word, is test_bargein's.)
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +24,7 @@ import pytest
 
 from bench.bargein import LONG_UTTERANCE
 from clients import RATE, AgentClient, Recording, WavMicrophone, load_wav
-from tests.support.rooms import active_rms, echo, mixed, pcm16, pink_noise
+from tests.support.rooms import active_rms, babble, echo, mixed, pcm16, pink_noise
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, word_error_rate
 
@@ -150,6 +152,39 @@ async def test_a_question_asked_over_pink_noise_is_heard_and_answered(
     assert wer <= 0.25, f"Whisper heard {heard!r} for {QUESTION!r} (WER {wer:.2f})"
     assert done["status"] == "completed", f"the answer did not complete: {done}"
     assert done["output"][0]["content"][0]["transcript"], f"the answer said nothing: {done}"
+
+
+async def test_among_other_talkers_a_turn_ends_with_the_caller(
+    agent_server: ServerProcess, question: np.ndarray
+) -> None:
+    """Four other voices 10 dB under the caller, talking before the question, through it
+    and on after it: the turn begins on them and ends when the caller stops, not when
+    they do."""
+    lead, tail = int(LEAD_S * RATE), 2 * RATE
+    spoken = np.concatenate([np.zeros(lead), question, np.zeros(tail)])
+    room = babble(len(spoken)) * active_rms(question) / 10 ** (SNR_DB / 20)
+    client = AgentClient(agent_server.url)
+    await client.connect()
+    try:
+        client.mic.say(as_int16(spoken + room))
+        stopped = await client.wait_for("input_audio_buffer.speech_stopped", timeout_s=60)
+        heard = await client.wait_for(
+            "conversation.item.input_audio_transcription.completed", timeout_s=60
+        )
+    finally:
+        await client.close()
+    started = client.of_type("input_audio_buffer.speech_started")[0]
+    # In the stream's time: the turn began on the room, within the lead.
+    question_ends_ms = (lead + len(question)) * 1000 // RATE
+    turn_ms = stopped["audio_end_ms"] - started["audio_start_ms"]
+    assert turn_ms <= question_ends_ms + 300, f"the room held the turn open: {timeline(client)}"
+    # The room's words are heard too (what it said before the caller is in the turn), so
+    # what counts is how many of the question's words came through.
+    said = re.findall(r"[a-z]+", QUESTION.lower())
+    got = set(re.findall(r"[a-z]+", heard["transcript"].lower()))
+    found = sum(word in got for word in said)
+    log.info("heard %r among other talkers: %d of %d words", heard["transcript"], found, len(said))
+    assert found >= len(said) // 2, f"Whisper heard {heard['transcript']!r} for {QUESTION!r}"
 
 
 async def test_pink_noise_alone_is_no_turn(

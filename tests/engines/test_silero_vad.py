@@ -101,10 +101,6 @@ def test_a_room_of_talkers_under_the_caller_does_not_hold_the_turn_open(
     end_ms = speech_end_ms(question)
     assert end_ms - 40 <= ended[0].audio_end_ms <= end_ms + 300
     assert not ended[0].forced
-    # What Whisper hears starts at the prefix padding (300 ms) before the caller, not
-    # with the talkers the turn began on; the 200 ms of silence after it are kept.
-    kept_ms = len(ended[0].audio) // 32
-    assert end_ms - 1000 <= kept_ms <= end_ms - 1000 + 300 + 200 + 100, kept_ms
 
 
 @pytest.mark.parametrize(
