@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -33,30 +34,35 @@ class Pressure:
 
 @contextlib.asynccontextmanager
 async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
-    """Poll /readyz every 20 ms and the server's RSS every 50 ms while the block runs."""
+    """Poll /readyz every 20 ms and the server's RSS every 50 ms while the block runs,
+    each from a thread of its own: the attack is made in this process's event loop
+    (15 MiB messages encoded and sent), and its stalls there are not the server's."""
     process = psutil.Process(server.proc.pid)
     pressure = Pressure(rss_before=process.memory_info().rss)
     pressure.rss_peak = pressure.rss_before
-    stop = asyncio.Event()
+    stop = threading.Event()
 
-    async def poll_readyz() -> None:
-        async with httpx.AsyncClient(timeout=120) as http:
+    def poll_readyz() -> None:
+        with httpx.Client(timeout=120) as http:
             while not stop.is_set():
                 started = time.monotonic()
-                await http.get(f"{server.url}/readyz")  # 200 or 503 (full): both answers
+                http.get(f"{server.url}/readyz")  # 200 or 503 (full): both answers
                 pressure.worst_readyz_s = max(pressure.worst_readyz_s, time.monotonic() - started)
-                await asyncio.sleep(0.02)
+                stop.wait(0.02)
 
-    async def sample_rss() -> None:
+    def sample_rss() -> None:
         while not stop.is_set():
             pressure.rss_peak = max(pressure.rss_peak, process.memory_info().rss)
-            await asyncio.sleep(0.05)
+            stop.wait(0.05)
 
-    tasks = [asyncio.create_task(poll_readyz()), asyncio.create_task(sample_rss())]
+    threads = [threading.Thread(target=poll_readyz), threading.Thread(target=sample_rss)]
+    for thread in threads:
+        thread.start()
     await asyncio.sleep(0.2)
     try:
         yield pressure
     finally:
         await asyncio.sleep(0.5)  # what the last messages left the server to do
         stop.set()
-        await asyncio.gather(*tasks)
+        for thread in threads:
+            await asyncio.to_thread(thread.join)

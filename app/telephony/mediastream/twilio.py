@@ -44,7 +44,10 @@ UNSUPPORTED_DATA = 1007  # the WebSocket close code for a message we cannot take
 # A carrier sends 20 ms a message (about 250 bytes); this is seconds of audio. Larger
 # messages are refused (the stream closes) before they are parsed.
 MAX_MESSAGE_BYTES = 64 * 1024
-STEP_BYTES = BYTES_PER_S  # a long message's audio reaches the session a second at a time
+# A long message's audio reaches the session 200 ms at a time: a second of it through
+# the echo canceller held the loop long enough (~150 ms on a slow 2-core machine) that,
+# under a flood on two streams, /readyz waited 1.9 s for its turn.
+STEP_BYTES = BYTES_PER_S // 5
 MAX_ID_CHARS = 64  # a stream's id, as kept, logged and echoed on every message we send
 
 
@@ -88,8 +91,8 @@ class TwilioDialect:
             self._session.push_audio(heard)
 
     async def _hear_in_steps(self) -> None:
-        """A long message's audio reaches the session a second at a time, the loop's other
-        work let in between (each second goes through the echo canceller)."""
+        """A long message's audio reaches the session a step at a time, the loop's other
+        work let in between (each step goes through the echo canceller)."""
         heard, self._heard = self._heard, b""
         assert self._session is not None
         for offset in range(0, len(heard), STEP_BYTES):
@@ -98,7 +101,7 @@ class TwilioDialect:
 
     def parse(self, data: str | bytes, *, in_steps: bool = False) -> None:
         """Act on one message; BadStreamMessage for one that is not Twilio's. `in_steps`:
-        audio of more than a second is left for _hear_in_steps()."""
+        audio of more than a step is left for _hear_in_steps()."""
         if len(data) > MAX_MESSAGE_BYTES:
             raise BadStreamMessage(f"a message of {len(data)} bytes (at most {MAX_MESSAGE_BYTES})")
         try:
