@@ -95,7 +95,7 @@ class Foreground:
         return db >= self._threshold()
 
     @property
-    def began_on_room(self) -> bool:
+    def _began_on_room(self) -> bool:
         """The caller's voice rose over the talkers this utterance began on."""
         return (
             self._voiced_frames > self._opening_frames
@@ -104,7 +104,7 @@ class Foreground:
 
     def _threshold(self) -> float:
         line = self._loudest - self._background_db
-        if self.began_on_room:
+        if self._began_on_room:
             above_room = min(self._opening + self.ABOVE_ROOM_DB, self._loudest - self.NEAREST_DB)
             line = max(line, above_room)
         return line
