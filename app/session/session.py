@@ -106,7 +106,7 @@ class Session:
             resumed=self._speculation.abandon,
             ended=self._speech_ended,
             interrupted=self._talked_over,
-            quiet=lambda: self._interruptions.quiet(),
+            quiet=self._quiet,
         )
         self._front = FrontEnd(session_id, reference, cancel_echo=settings.audio.echo_cancellation)
         self._front.suppress(self.options.noise_reduction)
@@ -323,11 +323,25 @@ class Session:
             self.reply.interrupt("turn_detected")
         self._enqueue(ReplyRequest(self.id, None))
 
-    def _talked_over(self, spoken_ms: int) -> None:
+    @property
+    def _reply_spoken_over(self) -> Reply | None:
+        """The reply the user's speech may interrupt; not one begun in a pause of this very
+        turn, which is the speculation's to drop."""
         job = self._job
-        # A reply begun in a pause of this very turn is the speculation's to drop.
-        if (reply := self.reply) is not None and not (isinstance(job, UserTurn) and not job.ended):
+        if isinstance(job, UserTurn) and not job.ended:
+            return None
+        return self.reply
+
+    def _talked_over(self, spoken_ms: int) -> None:
+        if (reply := self._reply_spoken_over) is not None:
             self._interruptions.talked_over(reply, self._vad, spoken_ms)
+
+    def _quiet(self) -> None:
+        """A pause within the user's utterance: maybe time to judge it."""
+        reply = self._reply_spoken_over
+        if not self._vad.interrupt_response or self._turns.echo_only:
+            reply = None  # the end of the utterance drops it, or keeps it for later
+        self._interruptions.quiet(reply, self._vad)
 
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.

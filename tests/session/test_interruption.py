@@ -54,6 +54,17 @@ FULL = f"About {FIRST}, the answer is long and has many words."
         ("Yes please", False),
         ("No.", False),
         ("Okay, but what about Rome?", False),
+        # A hum or an "uh-huh" as Whisper spells it, whichever way.
+        ("Mm hum.", True),
+        ("M-M-M", True),
+        ("MmMmM", True),
+        ("O-ho!", True),
+        ("Ooh-huh.", True),
+        ("Now.", False),
+        ("How?", False),
+        ("Oh no.", False),
+        ("Mom?", False),
+        ("M.M. Home", False),
     ],
 )
 def test_what_counts_as_no_turn(text: str, expected: bool) -> None:
@@ -296,4 +307,39 @@ async def test_a_reply_the_transport_cannot_hold_is_cancelled_at_once() -> None:
     assert sent.at(msg.ReplyAudioCleared)[0] < sent.at(msg.SpeechStopped, 1)[0]
     assert stats.paused == 0
     await asyncio.sleep(0.1)
+    await session.close()
+
+
+@pytest.mark.parametrize(("brief", "words"), [("Stop.", True), ("Mm.", False)])
+async def test_words_too_short_to_barge_in_stop_the_reply_at_their_first_pause(
+    brief: str, words: bool
+) -> None:
+    """120 ms of sound, less than the 300 ms a barge-in needs: a brief transcription at
+    its first pause hears "Stop." and holds the reply then, not when the turn's silence
+    window has ended; "Mm." leaves it playing. The whole utterance decides, as before."""
+    held_at: list[float] = []
+    stats = InterruptionStats(on_reaction=lambda _: held_at.append(time.monotonic()))
+    session, sent, _, engines = make_session(
+        resume_window_ms=WINDOW_MS, interrupt_min_speech_ms=300, interruptions=stats
+    )
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, brief]
+    engines.stt.brief_script = [brief]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    script = [*OVER_THE_REPLY[:3], (3.5, noise(120)), (3.62, silence(1400))]
+    await play_script(session, script)
+    await wait_for(sent, msg.ReplyEnded, count=2 if words else 1, timeout_s=15)
+    assert engines.stt.briefly_heard, "judged at its pause"
+    first = sent.nth(msg.ReplyEnded)
+    if words:
+        assert (first.status, first.reason) == ("cancelled", "turn_detected")
+        _, stopped_at = sent.at(msg.SpeechStopped, 1)
+        assert len(held_at) == 1 and held_at[0] < stopped_at, "held before the turn ended"
+        assert len(sent.of(msg.InputCommitted)) == 2, "and answered"
+    else:
+        assert (first.status, first.text) == ("completed", FULL)
+        assert held_at == [] and stats.snapshot()["paused"] == 0
+        assert len(sent.of(msg.InputCommitted)) == 1
     await session.close()

@@ -42,6 +42,10 @@ BACKCHANNEL = frozenset(
     }
 )  # fmt: skip
 LONGEST_PHRASE = max(len(phrase) for phrase in BACKCHANNEL)
+# Whisper spells a hum or an "uh-huh" many ways ("Mm hum.", "M-M-M", "MmMmM", "O-ho!",
+# "Ooh-huh."): a word of nothing but m, h and u with an m in it, or of a, o, u and h,
+# is such a sound. No word a caller interrupts with is spelt so ("no", "now", "how").
+MURMUR = re.compile(r"[hmu]*m[hmu]*|[aouh]*[aou][aouh]*")
 # Speech beyond which an utterance is no backchannel ("yeah, okay" takes ~0.8 s).
 BACKCHANNEL_MS = 1200
 
@@ -58,7 +62,9 @@ def no_turn(text: str) -> bool:
                 at += length
                 break
         else:
-            return False
+            if not MURMUR.fullmatch(words[at]):
+                return False
+            at += 1
     return True
 
 
@@ -121,14 +127,18 @@ class Interruptions:
             self.spoke_on()
         if self._held is not None:
             return  # held already, and being judged
+        if self._stop(reply, vad, spoken_ms) and (self._early is None or self._early.done()):
+            # Judged at once on what was said so far: a backchannel lets the reply go on
+            # within a transcription's time, instead of after the utterance ends.
+            self._early = spawn(self._judge_early(None), f"{self._session_id}:early")
+
+    def _stop(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> bool:
+        """Hold `reply` for the interruption to be judged (True), or cut it now."""
         self._window_s = vad.resume_window_ms / 1000
         held = vad.interrupt_mode == "pause" and self.pause(reply, self._window_s, spoken_ms)
         if not held:
             self.cut(reply, spoken_ms)
-        elif self._early is None or self._early.done():
-            # Judged at once on what was said so far: a backchannel lets the reply go on
-            # within a transcription's time, instead of after the utterance ends.
-            self._early = spawn(self._judge_early(None), f"{self._session_id}:early")
+        return held
 
     def pause(self, reply: Reply, window_s: float, spoken_ms: int) -> bool:
         """Hold `reply` while the interruption is judged; False where it cannot be held
@@ -153,29 +163,50 @@ class Interruptions:
             self._stats.cancelled += 1
             self._stats.reacted(spoken_ms)
 
-    def quiet(self) -> None:
-        """The user paused within the interrupting utterance: a short one is judged now,
-        with a brief transcription of what was said so far, rather than after the whole
-        silence window and a full one. A backchannel lets a held reply go on; words hold
-        a reply that was let go on again; the utterance's end judges it in full."""
+    def quiet(self, over: Reply | None = None, vad: VadSettings | None = None) -> None:
+        """The user paused within an utterance: a short one is judged now, with a brief
+        transcription of what was said so far, rather than after the whole silence
+        window and a full one. A backchannel lets a held reply go on; words hold a reply
+        that was let go on again, or `over`, a reply the utterance was too short to barge
+        in on ("Stop."); the utterance's end judges it in full."""
         spoken_ms = self._on.spoken_ms()
-        if (self._held is None and self._let_go is None) or spoken_ms > BACKCHANNEL_MS:
+        if spoken_ms > BACKCHANNEL_MS or (self._early is not None and not self._early.done()):
             return
-        if self._early is not None and not self._early.done():
-            return
-        self._early = spawn(self._judge_early(spoken_ms), f"{self._session_id}:pause")
+        if self._held is not None or self._let_go is not None:
+            self._early = spawn(self._judge_early(spoken_ms), f"{self._session_id}:pause")
+        elif over is not None and vad is not None and not over.done:
+            judged = self._judge_short(over, vad, spoken_ms)
+            self._early = spawn(judged, f"{self._session_id}:short")
 
-    async def _judge_early(self, at_pause_ms: int | None) -> None:
-        """`at_pause_ms`: how long the user had spoken at the pause judged (None: still
-        speaking, just interrupted)."""
-        started = time.monotonic()
+    async def _judge_short(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> None:
+        """Words in an utterance too short to barge in stop the reply at its first pause,
+        as a barge-in would; a sound or a backchannel leaves it playing."""
+        heard = await self._brief(spoken_ms)
+        if heard is None or no_turn(heard.text) or reply.done or self.judging:
+            return
+        if self._stop(reply, vad, spoken_ms):
+            log.info("reply held at a pause, after %r", heard.text,
+                     extra={"session_id": self._session_id})  # fmt: skip
+
+    async def _brief(self, at_pause_ms: int | None) -> Transcript | None:
+        """A brief transcription of the utterance so far; None if it failed, or the user
+        spoke on after the pause at `at_pause_ms`."""
         try:
             heard = await self._on.transcribe_brief(self._on.so_far())
         except EngineError as exc:
             log.info("no brief judgment of an interruption: %s", exc,
                      extra={"session_id": self._session_id})  # fmt: skip
-            return
-        if heard is None or (at_pause_ms is not None and self._on.spoken_ms() != at_pause_ms):
+            return None
+        if at_pause_ms is not None and self._on.spoken_ms() != at_pause_ms:
+            return None
+        return heard
+
+    async def _judge_early(self, at_pause_ms: int | None) -> None:
+        """`at_pause_ms`: how long the user had spoken at the pause judged (None: still
+        speaking, just interrupted)."""
+        started = time.monotonic()
+        heard = await self._brief(at_pause_ms)
+        if heard is None:
             return  # no words to judge by, or the user spoke on: the end decides
         took_ms = (time.monotonic() - started) * 1000
         if no_turn(heard.text):
