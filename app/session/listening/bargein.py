@@ -6,6 +6,8 @@ from app.audio.level import SILENT_DB, pcm_db
 from app.audio.vad import TurnDetector
 from app.config import VadSettings
 
+BYTES_PER_MS = 32  # 16 kHz s16
+
 
 class BargeIn:
     """Fed after the turn detector on every inbound chunk; says when to interrupt.
@@ -14,8 +16,15 @@ class BargeIn:
     utterance. With `echo_guard`, only speech at least `echo_margin_db`
     relative to the agent's own output level counts, so a client without echo
     cancellation does not interrupt the agent with its own voice; an utterance
-    that started while the agent spoke and never passed is `echo_only`.
+    that started while the agent spoke and never passed is `echo_only`. A word's
+    end is quieter than its middle: once a run of speech has passed the guard for
+    RUN_PASSED_MS, the rest of that run counts too (measured in bench/echo.py:
+    "Wait," over the reply's first seconds passed for 200 ms and fell under the line
+    for its last 80, 40 ms short of the window, so the reply stopped only at "stop",
+    620 ms in). An echo's loudest syllable may pass for a frame or two; not for that.
     """
+
+    RUN_PASSED_MS = 60
 
     def __init__(self, settings: VadSettings) -> None:
         self._min_ms = max(settings.interrupt_min_speech_ms, settings.start_ms)
@@ -23,6 +32,7 @@ class BargeIn:
         self._margin_db = settings.echo_margin_db
         self._counted_ms = 0
         self._spoken_ms = 0
+        self._run_passed_ms = 0  # how long the run of speech going on passed the guard
         self._began_over_agent = False
         self.confirmed = False  # this utterance is the user, not noise or echo
 
@@ -33,23 +43,29 @@ class BargeIn:
         """
         if not detector.speaking:
             self._counted_ms = self._spoken_ms = 0
+            self._run_passed_ms = 0
             self._began_over_agent = self.confirmed = False
             return False
         new_spoken_ms = detector.spoken_ms - self._spoken_ms
         if self._spoken_ms == 0:
             self._began_over_agent = agent_db is not None
         self._spoken_ms = detector.spoken_ms
-        if self._counts(pcm, agent_db, new_spoken_ms):
+        if new_spoken_ms <= 0:
+            self._run_passed_ms = 0  # a pause: the next run is weighed afresh
+        elif self._counts(pcm, agent_db):
+            self._counted_ms += new_spoken_ms
+            self._run_passed_ms += len(pcm) // BYTES_PER_MS  # heard passing, not the jump
+        elif self._run_passed_ms >= self.RUN_PASSED_MS:
             self._counted_ms += new_spoken_ms
         if self._counted_ms >= self._min_ms:
             self.confirmed = True
         return self.confirmed
 
-    def _counts(self, pcm: bytes, agent_db: float | None, new_spoken_ms: int) -> bool:
+    def _counts(self, pcm: bytes, agent_db: float | None) -> bool:
+        """New speech in `pcm` is the user's, not the agent's echo."""
         if not self._guard or agent_db is None or agent_db <= SILENT_DB:
             return True
-        # Only compute the level when there is new speech to weigh.
-        return new_spoken_ms > 0 and pcm_db(pcm) >= agent_db + self._margin_db
+        return pcm_db(pcm) >= agent_db + self._margin_db
 
     @property
     def echo_only(self) -> bool:
