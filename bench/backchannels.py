@@ -41,6 +41,7 @@ from app.session.session import Session
 from bench import quick_run
 from bench.latency import percentile
 from tests.session.fakes import FakeLLM, FakeTTS, MessageLog, Speaker
+from tests.support.rooms import trimmed
 
 BACKCHANNELS = ["Yeah.", "Mm-hmm.", "Okay.", "Uh-huh.", "Right.", "I see.", "Yeah, okay.", "Sure."]
 INTERRUPTIONS = ["Wait, stop.", "No, I meant Paris.", "Hold on a second.", "Stop.",
@@ -72,11 +73,6 @@ def espeak(text: str, voice: str) -> np.ndarray:
 def kokoro(tts: KokoroTTS, text: str, voice: str) -> np.ndarray:
     speech = tts._synthesize_sync(text, voice, 1.0)  # noqa: SLF001 - a bench's shortcut
     return np.frombuffer(Resampler(RATE).pcm(speech.samples, speech.rate), np.int16)
-
-
-def trimmed(pcm: np.ndarray, threshold: int = 300) -> np.ndarray:
-    loud = np.flatnonzero(np.abs(pcm) > threshold)
-    return pcm[loud[0] : loud[-1] + 1] if len(loud) else pcm
 
 
 async def feed(session: Session, pcm: bytes) -> None:
@@ -144,7 +140,8 @@ async def run(quick: bool, settings: Settings) -> list[Trial]:
     ]
 
     def say(kind: str, voice: str, text: str) -> np.ndarray:
-        return trimmed(kokoro(tts, text, voice) if kind == "kokoro" else espeak(text, voice))
+        pcm = kokoro(tts, text, voice) if kind == "kokoro" else espeak(text, voice)
+        return trimmed(pcm, threshold=300)
 
     question = espeak(QUESTION, "en-us")
     trials = []

@@ -36,7 +36,15 @@ from app.config.audio import NoiseReduction
 from app.engines.silero_vad import SileroVad
 from app.engines.stt import WhisperSTT
 from bench import quick_run
-from tests.support.rooms import active_rms, babble, brown_noise, espeak, pcm16, pink_noise
+from tests.support.rooms import (
+    active_rms,
+    babble,
+    brown_noise,
+    espeak,
+    pcm16,
+    pink_noise,
+    trimmed,
+)
 from tests.support.speech import word_error_rate
 
 RATE = 16_000
@@ -76,12 +84,6 @@ class Heard:
 
 
 Ended = list[tuple[int, UtteranceEnded]]
-
-
-def trimmed(speech: np.ndarray) -> np.ndarray:
-    """Without espeak-ng's silence before and after: the question ends where its speech does."""
-    loud = np.flatnonzero(np.abs(speech) > 0.01)
-    return speech[loud[0] : loud[-1] + 1]
 
 
 def run_front(front: Front, silero: SileroVad, audio: bytes) -> tuple[Ended, float]:

@@ -10,7 +10,9 @@ import pytest
 from app.audio.resample import Resampler
 from app.config import SttSettings
 from app.engines.stt import WhisperSTT
+from app.session.listening.interruption import no_turn
 from clients import load_wav
+from tests.support.rooms import espeak, pcm16, trimmed
 from tests.support.speech import QUESTION, word_error_rate
 
 SENTENCES = ["How are you today?", "Please turn on the lights in the kitchen."]
@@ -87,3 +89,17 @@ async def test_a_brief_transcription_hears_a_short_utterance(
     second or so of speech, not Whisper's 30 s."""
     heard = (await stt.transcribe(pcm16k(speech(text)), brief=True)).text
     assert word_error_rate(text, heard) == 0, heard
+
+
+@pytest.mark.parametrize("voice", ["en-gb", "en+m3"])
+@pytest.mark.parametrize(
+    ("text", "backchannel"),
+    [("Mm-hmm.", True), ("Uh-huh.", True), ("Okay, but why?", False), ("Stop.", False)],
+)
+async def test_the_brief_look_tells_a_backchannel_from_words(
+    stt: WhisperSTT, voice: str, text: str, backchannel: bool
+) -> None:
+    """What it is for: primed with backchannels, Whisper spells a hum as one (unprimed,
+    tiny.en heard en+m3's "Mm-hmm" as "And then them"), and still hears words."""
+    heard = (await stt.transcribe(pcm16(trimmed(espeak(text, voice))), brief=True)).text
+    assert no_turn(heard) is backchannel, heard

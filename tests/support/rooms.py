@@ -61,6 +61,13 @@ def babble(samples: int, rate: int = 16_000) -> np.ndarray:
     return mixed / np.sqrt(np.mean(mixed**2))
 
 
+def trimmed(speech: np.ndarray, threshold: float = 0.01) -> np.ndarray:
+    """Without espeak-ng's silence before and after: speech that ends where its sound does
+    (`threshold`: 0.01 of full scale for floats; give ~300 for int16 samples)."""
+    loud = np.flatnonzero(np.abs(speech) > threshold)
+    return speech[loud[0] : loud[-1] + 1] if len(loud) else speech
+
+
 def active_rms(speech: np.ndarray, frame: int = 320) -> float:
     """RMS over the frames of `speech` that hold speech (within 30 dB of its loudest)."""
     frames = speech[: len(speech) // frame * frame].reshape(-1, frame)
