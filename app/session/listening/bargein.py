@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app.audio.level import SILENT_DB, pcm_db
-from app.audio.vad import TurnDetector
+from app.audio.vad import BYTES_PER_SAMPLE, SAMPLE_RATE, TurnDetector
 from app.config import VadSettings
 
-BYTES_PER_MS = 32  # 16 kHz s16
+BYTES_PER_MS = SAMPLE_RATE * BYTES_PER_SAMPLE // 1000
 
 
 class BargeIn:

@@ -163,7 +163,7 @@ class Interruptions:
             self._stats.cancelled += 1
             self._stats.reacted(spoken_ms)
 
-    def quiet(self, over: Reply | None = None, vad: VadSettings | None = None) -> None:
+    def quiet(self, over: Reply | None, vad: VadSettings) -> None:
         """The user paused within an utterance: a short one is judged now, with a brief
         transcription of what was said so far, rather than after the whole silence
         window and a full one. A backchannel lets a held reply go on; words hold a reply
@@ -174,7 +174,7 @@ class Interruptions:
             return
         if self._held is not None or self._let_go is not None:
             self._early = spawn(self._judge_early(spoken_ms), f"{self._session_id}:pause")
-        elif over is not None and vad is not None and not over.done:
+        elif over is not None and not over.done:
             judged = self._judge_short(over, vad, spoken_ms)
             self._early = spawn(judged, f"{self._session_id}:short")
 
