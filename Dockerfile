@@ -30,14 +30,15 @@ USER agent
 # here so that a volume mounted on it, for downloaded Whisper models, belongs to `agent`.)
 RUN mkdir -p /home/agent/.cache/huggingface \
  && python -c 'import aiortc, av, faster_whisper, kokoro_onnx, webrtcvad; av.codec.Codec("libopus", "w"); import app.main'
-RUN python -c 'import os; from app.engines import stt, tts, turn; paths = [stt.bundled_model_path(), *tts.bundled_model_files(), turn.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
+RUN python -c 'import os; from app.engines import silero_vad, smart_turn, stt, tts; paths = [stt.bundled_model_path(), *tts.bundled_model_files(), smart_turn.bundled_model_path(), silero_vad.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
 
 # Bind every interface: the port is published or, under compose, on the host's network.
 ENV VOICE_SERVER__HOST=0.0.0.0
 EXPOSE 8000
 # /healthz is 200 once the engines are loaded; the port follows the setting (default 8000).
+# The shell form, since podman's Docker API splits an exec-form check's arguments on spaces.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('VOICE_SERVER__PORT', '8000'), timeout=4)"]
+    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('VOICE_SERVER__PORT', '8000'), timeout=4)"
 # No --host/--port flags: flags beat the environment, and VOICE_SERVER__PORT should still work.
 CMD ["python", "-m", "app"]
 

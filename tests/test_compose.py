@@ -188,8 +188,29 @@ def settings_under(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Sett
     return Settings(_env_file=None)
 
 
-def requested_url(monkeypatch: pytest.MonkeyPatch, command: list[str]) -> str:
+def image_healthcheck(chain: list[tuple[str, str]]) -> list[str]:
+    """The last HEALTHCHECK's command as compose writes one: ["CMD-SHELL", line] for the
+    shell form, ["CMD", *args] for the exec form."""
+    args = last(chain, "HEALTHCHECK") or ""
+    command = args[args.index(" CMD ") + 5 :].strip()
+    return ["CMD", *exec_form(command)] if command.startswith("[") else ["CMD-SHELL", command]
+
+
+def health_argv(check: list[str]) -> list[str]:
+    """What a health check runs, as the engine would split it. Podman's Docker API splits
+    the exec form's arguments on spaces, so only the shell form, or arguments without
+    spaces, run alike everywhere."""
+    kind, *args = check
+    if kind == "CMD-SHELL":
+        (line,) = args
+        return shlex.split(line)
+    assert kind == "CMD" and not any(" " in arg for arg in args), check
+    return args
+
+
+def requested_url(monkeypatch: pytest.MonkeyPatch, check: list[str]) -> str:
     """Runs a `python -c` health check with urlopen stubbed; returns the URL it asks for."""
+    command = health_argv(check)
     assert command[-3] in ("python", "python3") and command[-2] == "-c", command
     asked: list[str] = []
     monkeypatch.setattr(urllib.request, "urlopen", lambda url, **_: asked.append(url))
@@ -253,7 +274,7 @@ def test_agent_healthchecks_ask_for_healthz_on_the_port_it_listens_on(
     assert "--port" not in (last(chain, "CMD") or "")  # the port comes from the settings
     env = {**image_env(chain), **environment(agent)}
     port = settings_under(monkeypatch, env).server.port
-    image_check = exec_form(last(chain, "HEALTHCHECK") or "")
+    image_check = image_healthcheck(chain)
     for check in (agent["healthcheck"]["test"], image_check):
         url = requested_url(monkeypatch, check)
         assert url == f"http://127.0.0.1:{port}/healthz"
@@ -297,7 +318,7 @@ def test_vllm_healthcheck_asks_for_health_on_its_port(
         monkeypatch.setenv(key, value)
     checks = [vllm["healthcheck"]["test"]]
     if "build" in vllm:  # our image's own HEALTHCHECK too
-        checks.append(exec_form(last(stage_chain(VLLM_DOCKERFILE, None), "HEALTHCHECK") or ""))
+        checks.append(image_healthcheck(stage_chain(VLLM_DOCKERFILE, None)))
     for check in checks:
         url = requested_url(monkeypatch, check)
         assert url == f"http://127.0.0.1:{vllm_port(vllm, env)}/health"
@@ -319,7 +340,10 @@ def test_agent_reaches_vllm_on_its_published_port_by_its_served_name(config: str
 
 def test_vllm_service_runs_the_serve_script_the_tests_start() -> None:
     vllm = COMPOSE["cpu"]["services"]["vllm"]
-    assert vllm["build"] == {"context": ".", "dockerfile": "deploy/vllm/Dockerfile"}
+    assert {key: vllm["build"][key] for key in ("context", "dockerfile")} == {
+        "context": ".",
+        "dockerfile": "deploy/vllm/Dockerfile",
+    }
     chain = stage_chain(VLLM_DOCKERFILE, None)
     assert exec_form(last(chain, "ENTRYPOINT") or "")[0].endswith("/deploy/vllm/serve.sh")
     assert "command" not in vllm  # serve.sh's own flags, as in the tests
