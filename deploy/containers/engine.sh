@@ -19,7 +19,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 state=$(mkdir -p "${1:-test-output/containers}" && cd "${1:-test-output/containers}" && pwd)
 say() { echo "containers: $*" >&2; }
 
-if docker info >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+socket="$state/podman.sock"
+# A shell that sourced $state/env reaches podman through the docker CLI: that is no Docker.
+if [ "${DOCKER_HOST:-}" != "unix://$socket" ] && docker info >/dev/null 2>&1 \
+    && docker compose version >/dev/null 2>&1; then
     say "using Docker ($(docker compose version --short 2>/dev/null || echo compose v2))"
     : > "$state/env"
     exit 0
@@ -63,7 +66,6 @@ if ! docker compose version >/dev/null 2>&1 && [ ! -x "$compose" ]; then
     ln -sf "$state/compose-v2/usr/libexec/docker/cli-plugins/docker-compose" "$compose"
 fi
 
-socket="$state/podman.sock"
 if ! curl -fsS --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; then
     say "starting podman's Docker API on $socket"
     nohup podman system service --time=0 "unix://$socket" > "$state/podman-service.log" 2>&1 &

@@ -45,7 +45,7 @@ def stack() -> Iterator[Compose]:
         yield stack
     finally:
         stack.down()
-        left = [*stack.containers(), *stack.volumes()]
+        left = [*stack.containers(), *stack.volumes(), *stack.networks()]
         assert not left, f"`down --volumes` left {left}"
 
 

@@ -23,6 +23,8 @@ AGENT = "http://127.0.0.1:8000"  # compose.yaml's agent, on the host's network
 COMPLETION = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" 200')
 
 
+# The stack's build and start are this test's setup: about 9 minutes cold on 2 cores.
+@pytest.mark.timeout(2400)
 async def test_a_spoken_question_is_answered_through_the_vllm_container(
     stack: Compose, speech: Callable[[str], Path], whisper: object
 ) -> None:
@@ -105,7 +107,7 @@ def test_a_failing_health_check_fails_up_with_the_checks_output(tmp_path: Path) 
         assert "unhealthy" in str(failed.value)
         assert "the port is not answering" in str(failed.value)
     finally:
-        project.down()
+        project.down(images=True)
     assert not project.volumes()
 
 

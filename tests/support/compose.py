@@ -123,10 +123,18 @@ class Compose:
         args = ["logs", "--no-color"] + (["--tail", str(tail)] if tail else []) + [service]
         return self.run(*args)
 
-    def down(self) -> None:
-        """Containers, networks and volumes removed; images kept as the build cache."""
-        self.run("down", "--volumes", "--remove-orphans", "--timeout", "20", step="down")
+    def down(self, *, images: bool = False) -> None:
+        """Containers, networks and volumes removed; images too if `images`, else kept as
+        the build cache."""
+        args = ["--rmi", "local"] if images else []
+        self.run("down", "--volumes", "--remove-orphans", "--timeout", "20", *args, step="down")
 
     def volumes(self) -> list[str]:
+        return self._listed("volume")
+
+    def networks(self) -> list[str]:
+        return self._listed("network")
+
+    def _listed(self, kind: str) -> list[str]:
         label = f"label=com.docker.compose.project={self.name}"
-        return self.docker("volume", "ls", "--quiet", "--filter", label).split()
+        return self.docker(kind, "ls", "--quiet", "--filter", label).split()
