@@ -1,6 +1,6 @@
 # The voice agent, for an OpenAI-compatible LLM server such as vLLM (VOICE_LLM__BASE_URL).
-# Whisper tiny.en and Kokoro come from the PyPI packages of the `embedded` extra, so the image
-# starts offline; VOICE_STT__MODEL and VOICE_TTS__MODEL_PATH can point elsewhere.
+# Whisper (tiny.en, and base for other languages) and Kokoro come from the PyPI packages of the
+# `embedded` extra, so the image starts offline; VOICE_STT__MODEL and VOICE_TTS__MODEL_PATH can point elsewhere.
 #   docker build -t voice-agent .                  # target cpu (the last stage)
 #   docker build -t voice-agent:gpu --target gpu .
 # The embedded LLM (empty VOICE_LLM__BASE_URL) is left out: llama-cpp-python compiles llama.cpp.
@@ -25,12 +25,12 @@ COPY static ./static
 
 USER agent
 # Fail the build, not the first call: WebRTC media needs aiortc and PyAV's Opus encoder, and the
-# engines need their bundled weights. Run as `agent`, since Kokoro's model is assembled from its
-# part packages into ~/.cache once; this leaves it there, ready. (The huggingface folder is made
+# engines need their bundled weights. Run as `agent`, since Kokoro's model and Whisper base are
+# assembled from their part packages into ~/.cache once; this leaves them there, ready. (The huggingface folder is made
 # here so that a volume mounted on it, for downloaded Whisper models, belongs to `agent`.)
 RUN mkdir -p /home/agent/.cache/huggingface \
  && python -c 'import aiortc, av, faster_whisper, kokoro_onnx, webrtcvad; av.codec.Codec("libopus", "w"); import app.main'
-RUN python -c 'import os; from app.engines import silero_vad, smart_turn, stt, tts; paths = [stt.bundled_model_path(), *tts.bundled_model_files(), smart_turn.bundled_model_path(), silero_vad.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
+RUN python -c 'import os; from app.engines import silero_vad, smart_turn, stt, tts; paths = [stt.bundled_model_path(), stt.bundled_model_path("auto"), *tts.bundled_model_files(), smart_turn.bundled_model_path(), silero_vad.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
 
 # Bind every interface: the port is published or, under compose, on the host's network.
 ENV VOICE_SERVER__HOST=0.0.0.0

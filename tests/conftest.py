@@ -94,6 +94,28 @@ def whisper() -> object:
     return WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
 
 
+@pytest.fixture(scope="session")
+def multilingual_whisper() -> object:
+    """Whisper base, to tell which language the agent answered in."""
+    from faster_whisper import WhisperModel
+
+    from app.engines.whisper_models import multilingual_model_path
+
+    return WhisperModel(multilingual_model_path(), device="cpu", compute_type="int8")
+
+
+@pytest.fixture(scope="session")
+def multilingual_agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+    """The default agent for callers in any language: Whisper base detecting each
+    utterance's language (--stt-language auto). It answers SIP calls too. Greedy, so its
+    replies are the same every run: a short one ("Wie spät ist es?" said back) is too
+    little for a Whisper to be sure of its language, as for a person."""
+    return start_server(
+        "--max-sessions", "2", "--stt-language", "auto", "--llm-temperature", "0",
+        "--sip-port", str(free_udp_port()),
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class LlamaServer:
     url: str  # the OpenAI-compatible base URL, ending in /v1

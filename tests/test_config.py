@@ -84,6 +84,7 @@ OTHER_VALUES: dict[str, object] = {
     "vad.aggressiveness": 3,
     "vad.interrupt_mode": "cancel",
     "stt.min_window_s": 20.0,
+    "stt.language": "es",
     "llm.temperature": 0.5,
     "tts.speed": 1.5,
     "stt.beam_size": 2,

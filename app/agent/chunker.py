@@ -16,6 +16,16 @@ import re
 
 SENTENCE_END = ".!?"
 CLAUSE_END = ",;:"
+# Chinese and Japanese marks: no space follows them, and their text has no words to count.
+WIDE_SENTENCE_END = "。！？"
+WIDE_CLAUSE_END = "、，；："
+# Characters of such text before a wide clause mark that a later piece may end at.
+WIDE_CLAUSE_MIN_CHARS = 12
+# Text with no spaces (Thai, Chinese, Japanese) has no words to count: a run of this many
+# characters a word is cut where it reaches the piece's word limit, and never one shorter
+# than RUN_MIN_CHARS (no English word is that long).
+CHARS_PER_WORD = 6
+RUN_MIN_CHARS = 40
 # Words read past a later piece's limit for a better place to cut.
 LOOKAHEAD_WORDS = 3
 # The limits grow from the first piece's length, but from at least about three
@@ -89,7 +99,15 @@ class ClauseChunker:
         soft_words = 0
         words = 0
         in_word = False
+        run = 0  # characters since the last space
         for index, char in enumerate(self._buffer):
+            run = 0 if char.isspace() else run + 1
+            if run > max(max_words * CHARS_PER_WORD, RUN_MIN_CHARS):
+                return index
+            if char in WIDE_SENTENCE_END and index > 0:
+                return index + 1
+            if char in WIDE_CLAUSE_END and (first or index >= WIDE_CLAUSE_MIN_CHARS):
+                return index + 1
             if char.isspace():
                 in_word = False
                 if index == 0:

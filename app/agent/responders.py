@@ -81,6 +81,7 @@ class SpeechRequest:
     tool_choice: ToolChoice | None = None
     reply_id: str | None = None  # logged with the LLM request, to find it in the server's log
     tokens: TokenCount | None = None  # where the LLM adds the tokens this reply used
+    language: str = ""  # what the reply is spoken in (a Whisper code); empty: tts.lang's
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +94,21 @@ class Piece:
 
 class Responder(Protocol):
     voices: tuple[str, ...]  # what a session's voice may be; empty: anything
+    languages: frozenset[str]  # what a session's user may speak; empty: anything
     answers_text: bool  # can reply to typed messages, and write replies, not only speak
 
     async def transcribe(
-        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+        self,
+        pcm16k: bytes,
+        *,
+        logprobs: bool = False,
+        brief: bool = False,
+        language: str | None = None,
     ) -> Transcript | None:
         """The user's words; None from a responder that does not listen for words.
         `brief`: a short utterance to judge at once (a backchannel?), sooner and less
-        surely heard than a turn."""
+        surely heard than a turn. `language`: a Whisper code, or "auto" (None: the
+        server's)."""
         ...
 
     def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
@@ -111,7 +119,7 @@ class Responder(Protocol):
         """The reply as text, delta by delta, with no audio, and the tools it calls."""
         ...
 
-    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
+    async def say(self, text: str, voice: str, speed: float, language: str = "") -> Speech | None:
         """`text` spoken, as is; None from a responder with no voice of its own."""
         ...
 
@@ -124,15 +132,23 @@ class AgentResponder:
         self._first_chunk_words = first_chunk_words
         self._pace = SynthesisPace()
         self.voices = tuple(engines.tts.voices)
+        self.languages = engines.stt.languages
         self.answers_text = True
 
     async def transcribe(
-        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+        self,
+        pcm16k: bytes,
+        *,
+        logprobs: bool = False,
+        brief: bool = False,
+        language: str | None = None,
     ) -> Transcript | None:
-        return await self._stt.transcribe(pcm16k, logprobs=logprobs, brief=brief)
+        return await self._stt.transcribe(pcm16k, logprobs=logprobs, brief=brief, language=language)
 
-    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
-        return await self._tts.synthesize(text, voice=voice, speed=speed, urgent=True)
+    async def say(self, text: str, voice: str, speed: float, language: str = "") -> Speech | None:
+        return await self._tts.synthesize(
+            text, voice=voice, speed=speed, urgent=True, language=language
+        )
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         async with contextlib.aclosing(self._stream(request)) as deltas:
@@ -171,7 +187,11 @@ class AgentResponder:
                 started = time.perf_counter()
                 try:
                     speech = await self._tts.synthesize(
-                        clause, voice=request.voice, speed=request.speed, urgent=not spoken
+                        clause,
+                        voice=request.voice,
+                        speed=request.speed,
+                        urgent=not spoken,
+                        language=request.language,
                     )
                 except EngineError as exc:
                     unspoken.append(str(exc))
@@ -263,10 +283,16 @@ class EchoResponder:
     """Plays each utterance back: a media-path check with no models."""
 
     voices: tuple[str, ...] = ()
+    languages: frozenset[str] = frozenset()
     answers_text = False
 
     async def transcribe(
-        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+        self,
+        pcm16k: bytes,
+        *,
+        logprobs: bool = False,
+        brief: bool = False,
+        language: str | None = None,
     ) -> Transcript | None:
         return None
 
@@ -277,7 +303,7 @@ class EchoResponder:
         for start in range(0, max(len(samples), 1), ECHO_PIECE_SAMPLES):
             yield Piece("", Speech(samples[start : start + ECHO_PIECE_SAMPLES], 16_000))
 
-    async def say(self, text: str, voice: str, speed: float) -> Speech | None:
+    async def say(self, text: str, voice: str, speed: float, language: str = "") -> Speech | None:
         return None
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from app.vocab.languages import AUTO, unknown_language
 
 
 class SttSettings(BaseModel):
@@ -15,7 +17,13 @@ class SttSettings(BaseModel):
     )
     device: str = Field("cpu", description="cpu, cuda or auto.")
     compute_type: str = Field("int8", description="int8, float16, int8_float16, ...")
-    language: str = Field("en", description="Spoken language; empty to auto-detect.")
+    language: str = Field(
+        "en",
+        description="What callers speak: a Whisper language code (en, es, fr, de, ja, ...), or "
+        "auto to detect it per utterance. With stt.model empty, en loads Whisper tiny.en "
+        "(English only, the fastest) and anything else the multilingual Whisper base. A "
+        "session may set its own (audio.input.transcription.language).",
+    )
     # bench/noise.py, ten espeak-ng questions: beam 5 halved tiny.en's WER, clean (0.15 to
     # 0.08) and under pink noise at 10 dB (0.32 to 0.12), for ~20 ms more per turn here.
     beam_size: int = Field(
@@ -29,15 +37,32 @@ class SttSettings(BaseModel):
     timeout_s: float = Field(
         15.0, gt=0, description="A transcription taking longer fails its turn (stt_timeout)."
     )
-    # 30 by default: shorter windows misheard a test question that 30 got right.
+    # 30 for tiny.en: shorter windows misheard a test question that 30 got right. 20 for
+    # base: as accurate on bench/languages.py's phrases in seven languages, 2.5x faster
+    # (app/engines/stt.py, BASE_WINDOW_S).
     min_window_s: float = Field(
-        30.0,
-        ge=5.0,
+        0.0,
+        ge=0.0,
         le=30.0,
-        description="Smallest Whisper encoder window. 30 is Whisper's own; less is faster "
-        "on CPU (20: ~1.8x for tiny.en) and, below ~15, less accurate. Needs stt.language "
-        "or an English-only model.",
+        description="Smallest Whisper encoder window, 5 to 30 s. 30 is Whisper's own; less "
+        "is faster on CPU (20: ~1.8x for tiny.en) and, below ~15, less accurate. 0: 20 for "
+        "the bundled multilingual base, 30 for any other model.",
     )
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, language: str) -> str:
+        language = language.strip().lower() or AUTO  # empty meant auto-detect before
+        if language != AUTO and (problem := unknown_language(language)):
+            raise ValueError(f"stt.language: {problem}, or auto")
+        return language
+
+    @field_validator("min_window_s")
+    @classmethod
+    def _a_window(cls, seconds: float) -> float:
+        if 0 < seconds < 5:
+            raise ValueError("stt.min_window_s: 0 (the model's own), or 5 to 30 s")
+        return seconds
 
 
 class LlmSettings(BaseModel):
@@ -81,8 +106,12 @@ class TtsSettings(BaseModel):
     voices_path: str = Field(
         "", description="Voices file (.npz or upstream voices-v1.0.bin). Empty: bundled voices."
     )
-    voice: str = Field("jf_alpha", description="Voice name inside the voices file.")
-    lang: str = Field("en-us", description="Phonemizer language.")
+    voice: str = Field(
+        "jf_alpha",
+        description="Voice name inside the voices file. A session that keeps it speaks other "
+        "languages in the voice that reads them best (app/vocab/languages.py).",
+    )
+    lang: str = Field("en-us", description="espeak-ng's language for English replies.")
     speed: float = Field(1.0, ge=0.5, le=2.0)
     provider: str = Field(
         "CPUExecutionProvider", description="onnxruntime execution provider, e.g. CUDA."
@@ -103,7 +132,8 @@ class TtsSettings(BaseModel):
         "Sorry, I had a problem. Could you say that again?",
         max_length=500,
         description="Said when a reply fails before any of it was heard (the LLM down or "
-        "timing out, say), after the error event. Empty: silence.",
+        "timing out, say), after the error event. Empty: silence. To a caller speaking another "
+        "language, that language's own phrase where there is one (app/vocab/languages.py).",
     )
     # 4: Kokoro's cost grows with the text, and on 2 CPU cores each word of the
     # first piece is ~90 ms more silence before the voice starts (docs/performance/latency.md).

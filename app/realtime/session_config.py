@@ -29,6 +29,7 @@ from app.session.options import (
     TurnDetectionChange,
 )
 from app.vocab.chat import Tool, ToolChoice
+from app.vocab.languages import AUTO, unknown_language
 
 RATE = 24_000  # audio/pcm: pcm16 mono
 # The audio formats of a WebSocket's input_audio_buffer.append and audio deltas. G.711
@@ -42,6 +43,7 @@ PARAMS = {
     "output_modalities": "session.output_modalities",
     "instructions": "session.instructions",
     "tools": "session.tools",
+    "language": "session.audio.input.transcription.language",
 }
 LOGPROBS = "item.input_audio_transcription.logprobs"
 # Accepted for compatibility, without effect here (docs/reference/realtime-events.md).
@@ -51,7 +53,7 @@ IGNORED = (
     "prompt",
     "reasoning",
     "parallel_tool_calls",
-    "audio.input.transcription.model / language / prompt",
+    "audio.input.transcription.model / prompt / languages / keywords",
     "audio.input.turn_detection.model_version",
     "truncation.token_limits",
 )
@@ -126,8 +128,17 @@ TurnDetection = Annotated[
 ]
 
 
+def _whisper_language(language: str | None) -> str | None:
+    if language is not None and language != AUTO and (problem := unknown_language(language)):
+        raise PydanticCustomError("invalid_value", "{problem}", {"problem": problem})
+    return language
+
+
 class Transcription(_Open):
-    """Which transcription model, language, prompt: Whisper here, as configured."""
+    """The language the user speaks (a Whisper code; "auto", an extension, detects it per
+    utterance); the model and the rest are Whisper's here, as configured."""
+
+    language: Annotated[str | None, AfterValidator(_whisper_language)] = None
 
 
 class NoiseReduction(_Strict):
@@ -236,6 +247,7 @@ def to_changes(config: SessionConfig) -> OptionChanges:
         tools=None if config.tools is None else tuple(_chat_tool(t) for t in config.tools),
         tool_choice=_chat_tool_choice(config.tool_choice),
         noise_reduction=_noise_reduction(audio_in) if "noise_reduction" in given else None,
+        language=audio_in.transcription.language if audio_in.transcription else None,
     )
 
 
@@ -359,7 +371,12 @@ def describe(
             "input": {
                 "format": format_object(audio_formats[0]),
                 "turn_detection": detection,
-                "transcription": {"model": "whisper"} if options.transcription else None,
+                "transcription": {
+                    "model": "whisper",
+                    "language": None if options.language == AUTO else options.language,
+                }
+                if options.transcription
+                else None,
                 "noise_reduction": None
                 if options.noise_reduction == "off"
                 else {"type": options.noise_reduction},

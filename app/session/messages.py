@@ -51,13 +51,15 @@ class InputTimedOut:
 class UserTranscribed:
     """What the user said in the item `item_id` (empty: nothing could be made out).
 
-    `words`: a score per word, when the session asked for them.
+    `words`: a score per word, when the session asked for them. `language`: the Whisper
+    code of what was heard (empty: not known).
     """
 
     item_id: str
     transcript: str
     audio_s: float
     words: tuple[WordScore, ...] | None = None
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from app.config import LimitsSettings, Settings, VadSettings
 from app.config.audio import NoiseReduction
 from app.session.refusals import OptionError
 from app.vocab.chat import Tool, ToolChoice
+from app.vocab.languages import AUTO, ENGLISH, unknown_language
 from app.vocab.speech import TurnModel
 
 T = TypeVar("T")
@@ -65,6 +66,7 @@ class OptionChanges:
     tools: tuple[Tool, ...] | None = None  # OpenAI chat tools the agent may call
     tool_choice: ToolChoice | None = None
     noise_reduction: NoiseReduction | None = None  # "off": none
+    language: str | None = None  # what the user speaks: a Whisper code, or "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ class SessionOptions:
     tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = "auto"
     noise_reduction: NoiseReduction = "off"  # for the turn detector's ears
+    language: str = ENGLISH  # what the user speaks: a Whisper code, or "auto" to detect it
 
     @property
     def semantic(self) -> bool:
@@ -104,6 +107,7 @@ class SessionOptions:
             transcription=True,
             eagerness=eagerness,
             noise_reduction=settings.audio.noise_reduction,
+            language=settings.stt.language,
         )
 
     def changed(
@@ -112,13 +116,15 @@ class SessionOptions:
         *,
         voices: tuple[str, ...],
         base_vad: VadSettings,
+        languages: frozenset[str] = frozenset(),
         writes_text: bool = True,
         semantic_ok: bool = True,
         limits: LimitsSettings | None = None,
     ) -> SessionOptions:
         """These options with `changes` applied, or OptionError; never half of them.
 
-        `voices`: what the voice may be (empty: anything). `base_vad`: what turn
+        `voices`: what the voice may be (empty: anything); `languages`: what the user
+        may speak (empty: anything). `base_vad`: what turn
         detection starts from when it is switched on. `writes_text`: replies can be
         text only. `semantic_ok`: a turn model is loaded. `limits`: how long the
         instructions and how many and how large the tools may be.
@@ -129,6 +135,8 @@ class SessionOptions:
             raise OptionError(
                 f"unknown voice {changes.voice!r}; available: {', '.join(voices)}", "voice"
             )
+        if changes.language is not None:
+            _check_language(changes.language, languages)
         if changes.text_only and not writes_text:
             raise OptionError("this agent only plays back what it hears", "output_modalities")
         tools = self.tools if changes.tools is None else changes.tools
@@ -178,6 +186,18 @@ class SessionOptions:
             tools=tools,
             tool_choice=tool_choice,
             noise_reduction=_given(changes.noise_reduction, self.noise_reduction),
+            language=_given(changes.language, self.language),
+        )
+
+
+def _check_language(language: str, languages: frozenset[str]) -> None:
+    if language != AUTO and (problem := unknown_language(language)):
+        raise OptionError(f"{problem}, or auto", "language")
+    if languages and language not in languages and language != AUTO:
+        raise OptionError(
+            f"this server's Whisper hears only {', '.join(sorted(languages))}, not "
+            f"{language!r}: its operator can start it with --stt-language auto",
+            "language",
         )
 
 
@@ -249,6 +269,7 @@ def changed_options(
     return options.changed(
         changes,
         voices=responder.voices if responder is not None else (),
+        languages=responder.languages if responder is not None else frozenset(),
         base_vad=settings.vad,
         writes_text=responder is None or responder.answers_text,
         semantic_ok=turn_model is not None,

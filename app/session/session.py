@@ -45,6 +45,7 @@ from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.tasks import CloseOnce, cancel_task, spawn
+from app.vocab.languages import AUTO
 from app.vocab.speech import Transcript, TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class Session:
             emit=emit,
             usage=self.usage,
             fallback=settings.tts.fallback_speech,
+            server_voice=settings.tts.voice,
         )
         self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
         self._job: Job | None = None  # the one being answered
@@ -285,10 +287,16 @@ class Session:
             self._committed(event.audio, item_id, silence_ms=event.silence_ms)
 
     async def _transcribe(self, audio: bytes) -> Transcript | None:
-        return await self._responder.transcribe(audio, logprobs=self.options.logprobs)
+        return await self._responder.transcribe(
+            audio, logprobs=self.options.logprobs, language=self.options.language
+        )
 
     async def _transcribe_brief(self, audio: bytes) -> Transcript | None:
-        return await self._responder.transcribe(audio, brief=True)
+        # Detecting the language of a second of speech is a guess: the last one heard.
+        language = self.options.language
+        if language == AUTO and self._answerer.language:
+            language = self._answerer.language
+        return await self._responder.transcribe(audio, brief=True, language=language)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})

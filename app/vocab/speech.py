@@ -19,6 +19,7 @@ class WordScore:
 class Transcript:
     text: str
     words: tuple[WordScore, ...] | None = None  # with logprobs asked for: how sure, per word
+    language: str = ""  # what was heard (a Whisper code); empty: not known
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,3 +115,31 @@ def test_long_run_without_punctuation_is_cut_by_word_count() -> None:
 def test_markdown_is_not_spoken() -> None:
     assert speakable("**Paris** is the `capital` # of France") == "Paris is the capital of France"
     assert feed(ClauseChunker(), "** **") == []
+
+
+def test_chinese_and_japanese_are_cut_at_their_own_marks() -> None:
+    """No space follows 。 or 、, and their text has no spaces between words."""
+    chunker = ClauseChunker()
+    pieces: list[str] = []
+    for char in "はい、フランスの首都はパリです。とても綺麗な町で、毎年たくさんの人が訪れます。":
+        pieces += chunker.push(char)
+    assert pieces == [
+        "はい、",
+        "フランスの首都はパリです。",
+        "とても綺麗な町で、毎年たくさんの人が訪れます。",
+    ]
+    assert chunker.flush() == []
+    assert ClauseChunker().push("法国的首都是巴黎。它很美。") == ["法国的首都是巴黎。", "它很美。"]
+
+
+def test_text_without_spaces_is_cut_at_the_word_limit_in_characters() -> None:
+    """Thai has neither spaces nor marks: a reply's first piece must still come early."""
+    thai = "เครื่องละคัลกาเลยครับผมไม่รู้ว่าจะพูดอะไรดีเพราะว่าวันนี้อากาศร้อนมากจริงๆ"
+    chunker = ClauseChunker()
+    pieces: list[str] = []
+    for char in thai:
+        pieces += chunker.push(char)
+    assert pieces and len(pieces[0]) == 40, pieces
+    assert "".join(pieces + chunker.flush()) == thai, "nothing lost"
+    english = "Supercalifragilisticexpialidocious is long, they say. "
+    assert ClauseChunker().push(english)[0] == "Supercalifragilisticexpialidocious is long,"

@@ -65,9 +65,11 @@ async def test_silence_is_no_words(stt: WhisperSTT) -> None:
 def test_the_short_window_is_used_only_below_30_s() -> None:
     assert WhisperSTT(SttSettings())._fast is None
     assert WhisperSTT(SttSettings(min_window_s=20))._fast is not None
-    assert WhisperSTT(SttSettings(min_window_s=20, language=""))._fast is not None, (
-        "tiny.en is English-only, so no language is needed"
-    )
+    multilingual = WhisperSTT(SttSettings(min_window_s=20, language="auto"))
+    assert multilingual._fast is not None, "the language is detected on its encoding"
+    assert WhisperSTT(SttSettings(language="auto"))._fast is not None, "base's own: 20 s"
+    with pytest.raises(ValueError, match="5 to 30"):
+        SttSettings(min_window_s=2)
 
 
 async def test_word_scores_when_asked_for(stt: WhisperSTT, speech: Callable[[str], Path]) -> None:

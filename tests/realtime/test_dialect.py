@@ -515,3 +515,31 @@ async def test_noise_reduction_is_set_per_session_and_described_back() -> None:
     assert client.session.options.noise_reduction == "near_field"
     client.assert_sdk_parses()
     await client.session.close()
+
+
+async def test_the_transcription_language_is_set_per_session_and_described_back() -> None:
+    client = Client()
+    assert client.session.options.language == "en", "the server's stt.language"
+    for asked, expected, described in [("es", "es", "es"), ("auto", "auto", None)]:
+        client.send(_transcription_update({"model": "whisper-1", "language": asked}))
+        assert client.session.options.language == expected
+        assert client.wire[-1]["session"]["audio"]["input"]["transcription"] == {
+            "model": "whisper",
+            "language": described,
+        }
+    # A code Whisper does not know, or a language this server's Whisper cannot hear.
+    for bad, why in [("klingon", "unknown language 'klingon'"), ("fr", "hears only")]:
+        client.send(_transcription_update({"language": bad}))
+        error = client.of("error")[-1]["error"]
+        assert error["param"] == "session.audio.input.transcription.language", error
+        assert why in error["message"], error
+        assert client.session.options.language == "auto"
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+def _transcription_update(transcription: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "session.update",
+        "session": {"audio": {"input": {"transcription": transcription}}},
+    }

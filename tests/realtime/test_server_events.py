@@ -188,6 +188,15 @@ def test_what_the_events_say() -> None:
     assert item["content"] == [{"type": "input_audio", "transcript": "Where is it?"}]
 
 
+def test_the_language_heard_is_in_the_transcription_event() -> None:
+    spanish = for_message(msg.UserTranscribed("item_u", "¿Dónde está?", 1.0, None, "es"))[0]
+    assert spanish["languages"] == [{"code": "es"}]
+    assert SERVER_EVENT.validate_python(spanish).languages[0].code == "es"  # type: ignore[union-attr]
+    # Nothing made out, or no language told: an empty list, as OpenAI's says it could not.
+    assert for_message(msg.UserTranscribed("item_u", "", 1.0, None, "es"))[0]["languages"] == []
+    assert for_message(msg.UserTranscribed("item_u", "Hm.", 1.0))[0]["languages"] == []
+
+
 def test_written_replies_and_word_scores() -> None:
     scored = msg.UserTranscribed("item_u", "Where", 0.5, (WordScore(" Where", -0.25),))
     logprobs = for_message(scored)[0]["logprobs"]

@@ -41,17 +41,27 @@ def silence(ms: int) -> bytes:
 
 
 class FakeSTT:
+    languages = frozenset({"en", "es", "de"})
+
     def __init__(self) -> None:
         self.heard: list[int] = []  # the audio of each full transcription, in bytes
         self.briefly_heard: list[int] = []  # and of each brief one
         self.script: list[str] = []  # transcripts to return in order, if set
         self.brief_script: list[str] = []  # for brief transcriptions; else the next of script
         self.fail_with: EngineError | None = None  # raised by the next transcription
+        self.heard_as = "en"  # the language it "detects"
+        self.asked: list[str | None] = []  # the language each transcription was asked for
 
     async def transcribe(
-        self, pcm16k: bytes, *, logprobs: bool = False, brief: bool = False
+        self,
+        pcm16k: bytes,
+        *,
+        logprobs: bool = False,
+        brief: bool = False,
+        language: str | None = None,
     ) -> Transcript:
         (self.briefly_heard if brief else self.heard).append(len(pcm16k))
+        self.asked.append(language)
         await asyncio.sleep(0.01)
         failure, self.fail_with = self.fail_with, None
         if failure is not None:
@@ -60,11 +70,11 @@ class FakeSTT:
         # A brief transcription hears what the full one will, and leaves it to it.
         if brief:
             if self.brief_script:
-                return Transcript(self.brief_script.pop(0))
-            return Transcript(self.script[0] if self.script else default)
+                return Transcript(self.brief_script.pop(0), language=self.heard_as)
+            return Transcript(self.script[0] if self.script else default, language=self.heard_as)
         text = self.script.pop(0) if self.script else default
         words = tuple(WordScore(word, -0.1) for word in text.split()) if logprobs else None
-        return Transcript(text, words)
+        return Transcript(text, words, language=self.heard_as)
 
     def close(self) -> None: ...
 
@@ -139,6 +149,7 @@ class FakeTTS:
         self.seconds_per_word = 0.025
         self.amplitude = 0.1  # -20 dBFS
         self.crash_on = ""  # a text it fails on with an unexpected error
+        self.spoken: list[tuple[str, str | None, str]] = []  # (text, voice, language) said
 
     async def synthesize(
         self,
@@ -147,7 +158,9 @@ class FakeTTS:
         voice: str | None = None,
         speed: float | None = None,
         urgent: bool = False,
+        language: str = "",
     ) -> Speech:
+        self.spoken.append((text, voice, language))
         await asyncio.sleep(0.01)
         if text == self.crash_on:
             raise RuntimeError("onnxruntime exploded")

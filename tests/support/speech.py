@@ -48,7 +48,7 @@ def speak_to_wav(
 
 
 def words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+    return re.sub(r"[^\w' ]+", " ", text.lower()).split()
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
@@ -65,13 +65,29 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     return previous[-1] / len(ref)
 
 
+def as_whisper_hears(samples: np.ndarray, rate: int) -> np.ndarray:
+    """Mono int16 audio at `rate` as Whisper takes it: float32 at 16 kHz."""
+    resampler = Resampler(16_000)
+    pcm = resampler.pcm(samples, rate) + resampler.flush()
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
+
+
 def transcribe(model: Any, samples48k: np.ndarray) -> str:
     """What Whisper hears in 48 kHz mono int16 audio (e.g. a recorded reply)."""
-    resampler = Resampler(16_000)
-    pcm = resampler.pcm(samples48k, 48_000) + resampler.flush()
-    audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
+    audio = as_whisper_hears(samples48k, 48_000)
     segments, _ = model.transcribe(audio, language="en", beam_size=1)
     return " ".join(segment.text for segment in segments)
+
+
+def heard_language(model: Any, samples: np.ndarray, rate: int = 48_000) -> tuple[str, str]:
+    """What a multilingual Whisper hears in mono int16 audio, and in what language."""
+    segments, info = model.transcribe(as_whisper_hears(samples, rate), beam_size=5)
+    return " ".join(segment.text for segment in segments), str(info.language)
+
+
+def language_ranking(model: Any, samples: np.ndarray, rate: int) -> list[tuple[str, float]]:
+    """The languages a multilingual Whisper hears in mono int16 audio, likeliest first."""
+    return list(model.detect_language(as_whisper_hears(samples, rate))[2])
 
 
 def telephone_pcm(wav48k: Path) -> bytes:

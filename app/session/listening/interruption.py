@@ -17,6 +17,7 @@ instead of dropped, and the interruption is judged within vad.resume_window_ms:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -28,6 +29,7 @@ from app.errors import EngineError
 from app.observability.counters import InterruptionStats
 from app.session.speaking.reply import Reply
 from app.tasks import OneShot, cancel_task, spawn
+from app.vocab.languages import ENGLISH, spoken
 from app.vocab.speech import Transcript
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,6 @@ BACKCHANNEL = frozenset(
         ("i", "see"), ("got", "it"), ("all", "right"),
     }
 )  # fmt: skip
-LONGEST_PHRASE = max(len(phrase) for phrase in BACKCHANNEL)
 # Whisper spells a hum or an "uh-huh" many ways ("Mm hum.", "M-M-M", "MmMmM", "O-ho!",
 # "Ooh-huh."): a word of nothing but m, h and u with an m in it, or of a, o, u and h,
 # is such a sound. No word a caller interrupts with is spelt so ("no", "now", "how").
@@ -52,13 +53,16 @@ BACKCHANNEL_MS = 1200
 Transcribe = Callable[[bytes], Awaitable[Transcript | None]]
 
 
-def no_turn(text: str) -> bool:
-    """Nothing but backchannel in `text` (or no words at all)."""
-    words = re.findall(r"[a-z]+", text.lower())
+def no_turn(text: str, language: str = "") -> bool:
+    """Nothing but backchannel in `text` (or no words at all); `language`: what it is in
+    (a Whisper code), whose backchannels count too ("vale", "genau", "はい")."""
+    phrases = backchannels(language)
+    longest = max(len(phrase) for phrase in phrases)
+    words = _words(text)
     at = 0
     while at < len(words):
-        for length in range(LONGEST_PHRASE, 0, -1):
-            if tuple(words[at : at + length]) in BACKCHANNEL:
+        for length in range(longest, 0, -1):
+            if tuple(words[at : at + length]) in phrases:
                 at += length
                 break
         else:
@@ -66,6 +70,18 @@ def no_turn(text: str) -> bool:
                 return False
             at += 1
     return True
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W\d_]+", text.lower())
+
+
+@functools.cache
+def backchannels(language: str) -> frozenset[tuple[str, ...]]:
+    """English's, which callers say in any language ("okay"), and the language's own."""
+    if not language or language == ENGLISH:
+        return BACKCHANNEL
+    return BACKCHANNEL | {tuple(_words(phrase)) for phrase in spoken(language).backchannels}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +198,7 @@ class Interruptions:
         """Words in an utterance too short to barge in stop the reply at its first pause,
         as a barge-in would; a sound or a backchannel leaves it playing."""
         heard = await self._brief(spoken_ms)
-        if heard is None or no_turn(heard.text) or reply.done or self.judging:
+        if heard is None or no_turn(heard.text, heard.language) or reply.done or self.judging:
             return
         if self._stop(reply, vad, spoken_ms):
             log.info("reply held at a pause, after %r", heard.text,
@@ -209,7 +225,7 @@ class Interruptions:
         if heard is None:
             return  # no words to judge by, or the user spoke on: the end decides
         took_ms = (time.monotonic() - started) * 1000
-        if no_turn(heard.text):
+        if no_turn(heard.text, heard.language):
             if self._held is not None:
                 self.let_go_at_ms = self._on.spoken_ms()
                 self._let_go = self._held
@@ -263,7 +279,7 @@ class Interruptions:
             await asyncio.wait([previous])
         # None: no words to judge by (the echo agent, or STT failed): a turn.
         judged = self._held is not None or let_go is not None
-        if judged and heard is not None and no_turn(heard.text):
+        if judged and heard is not None and no_turn(heard.text, heard.language):
             self._on.was_no_turn(item_id)
             if self._held is not None and self._judging is asyncio.current_task():
                 took_ms = (time.monotonic() - started) * 1000

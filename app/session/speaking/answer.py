@@ -23,6 +23,7 @@ from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.vocab.chat import ChatMessage, ToolCallDelta, ToolChoice
+from app.vocab.languages import ENGLISH, reply_note, spoken
 from app.vocab.pcm import BYTES_PER_S
 from app.vocab.speech import Transcript
 
@@ -44,13 +45,18 @@ class Answerer:
         emit: Emit,
         usage: Usage,
         fallback: str = "",
+        server_voice: str = "",
     ) -> None:
         """`prompt_limit`: the most conversation messages a prompt holds; `usage`: the
         session's, which its replies add to; `fallback`: said when a reply fails before
-        any of it was heard."""
+        any of it was heard (in English; another language says its own); `server_voice`:
+        the voice a session has unless it chose one, which gives way to the language's."""
         self._session_id = session_id
         self._responder = responder
         self._fallback = fallback
+        self._server_voice = server_voice
+        self.language = ""  # what the user spoke last (a Whisper code); empty: not known
+        self._spoke_other = False  # the user has spoken something other than English
         self._history = history
         self._prompt_limit = prompt_limit
         self._audio = audio
@@ -81,7 +87,7 @@ class Answerer:
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
         try:
             heard = turn.heard or await self._responder.transcribe(
-                turn.audio, logprobs=options.logprobs
+                turn.audio, logprobs=options.logprobs, language=options.language
             )
         except EngineError as exc:
             # The user spoke and is owed an answer: a failed reply, told and (with the
@@ -97,6 +103,7 @@ class Answerer:
         said: list[ChatMessage] = []
         if heard is not None:
             turn.timings.mark("stt_done")
+            self._heard_in(heard.language)
             turn.when_ended(lambda: self._heard(turn, heard))
             if not heard.text or not turn.respond:
                 await turn.wait_ended()
@@ -132,7 +139,29 @@ class Answerer:
             limit=self._prompt_limit,
             truncation=options.truncation,
         )
-        return [*start, *then]
+        return [*start, *then, *self._language_note()]
+
+    def _heard_in(self, language: str) -> None:
+        if language:
+            self.language = language
+            self._spoke_other |= language != ENGLISH
+
+    def _language_note(self) -> list[ChatMessage]:
+        """Which language to answer in, after the conversation, so the prompt's start stays
+        the same (an LLM server's prefix cache). Only once the user spoke another language
+        than English: SmolLM2-135M told to answer in English answered in French."""
+        if not self._spoke_other:
+            return []
+        return [{"role": "system", "content": reply_note(self.language)}]
+
+    def _voice(self, options: SessionOptions) -> str:
+        """The session's voice; the language's own, if it has one (and the voices file
+        too), where the session has the server's."""
+        own = spoken(self.language).voice if self.language else ""
+        voices = self._responder.voices
+        if own and options.voice == self._server_voice and (not voices or own in voices):
+            return own
+        return options.voice
 
     def _unheard(self, turn: UserTurn, failure: EngineError) -> None:
         self._emit(msg.TranscriptionFailed(turn.item_id, failure.code, str(failure)))
@@ -140,7 +169,9 @@ class Answerer:
 
     def _heard(self, turn: UserTurn, heard: Transcript) -> None:
         seconds = len(turn.audio) / BYTES_PER_S
-        self._emit(msg.UserTranscribed(turn.item_id, heard.text, seconds, heard.words))
+        self._emit(
+            msg.UserTranscribed(turn.item_id, heard.text, seconds, heard.words, heard.language)
+        )
         # Kept even when nothing could be made out: the item exists, with its audio.
         self._history.add(Message("user", heard.text, turn.item_id, spoken=True, audio=turn.audio))
 
@@ -174,7 +205,7 @@ class Answerer:
                 self._session_id,
                 prompt(),
                 job.audio if isinstance(job, UserTurn) else b"",
-                options.voice,
+                self._voice(options),
                 options.speed,
                 job.timings,
                 options.max_output_tokens,
@@ -182,6 +213,7 @@ class Answerer:
                 self._tool_choice(options),
                 reply.response_id,
                 self._usage.tokens,
+                self.language,
             )
             if reply.modality == "text":
                 await self._write(reply, request, turn)
@@ -208,10 +240,15 @@ class Answerer:
     async def _say_fallback(self, reply: Reply, options: SessionOptions) -> None:
         """A failed reply the user heard nothing of: say so, rather than leave them
         waiting in silence. It is heard, so it is the reply's text in history too."""
-        if not self._fallback or reply.modality != "audio" or reply.text or not reply.live:
+        fallback = self._fallback
+        if fallback and self.language and self.language != ENGLISH:
+            fallback = spoken(self.language).fallback or fallback
+        if not fallback or reply.modality != "audio" or reply.text or not reply.live:
             return
         try:
-            speech = await self._responder.say(self._fallback, options.voice, options.speed)
+            speech = await self._responder.say(
+                fallback, self._voice(options), options.speed, self.language
+            )
         except EngineError as exc:  # the voice is what failed
             log.warning("no fallback speech: %s", exc, extra={"session_id": self._session_id})
             return
@@ -219,7 +256,7 @@ class Answerer:
             return
         resampler = Resampler(reply.rate)
         with contextlib.suppress(EndOfStream):  # cut short by the user: that is fine
-            await reply.play(resampler.pcm(speech.samples, speech.rate), self._fallback)
+            await reply.play(resampler.pcm(speech.samples, speech.rate), fallback)
             await reply.play(resampler.flush())
 
     def _tool_choice(self, options: SessionOptions) -> ToolChoice:
