@@ -22,7 +22,7 @@ from tests.support.server import REPO, ServerProcess
 from tests.support.speech import (
     have_espeak,
     heard_language,
-    language_ranking,
+    likelier_than_english,
     speak_to_wav,
     word_error_rate,
 )
@@ -187,7 +187,4 @@ async def test_a_spanish_phone_call_is_answered_in_spanish(
             await asyncio.sleep(4)
         await caller.send({"event": "stop", "streamSid": "MZ0001", "stop": {"callSid": "CA0001"}})
     reply = np.frombuffer(g711.decode(bytes(caller.heard), "ulaw"), dtype=np.int16)
-    # A Japanese voice reading Spanish, at 8 kHz, is hard to place: Whisper base put
-    # Italian first once. What matters is that it is Spanish rather than English.
-    ranked = dict(language_ranking(multilingual_whisper, reply, 8_000)[:3])
-    assert "es" in ranked and ranked["es"] > ranked.get("en", 0.0), ranked
+    likelier_than_english(multilingual_whisper, reply, 8_000, "es")
