@@ -53,8 +53,8 @@ class SttSettings(BaseModel):
     @classmethod
     def _known_language(cls, language: str) -> str:
         language = language.strip().lower() or AUTO  # empty meant auto-detect before
-        if language != AUTO and (problem := unknown_language(language)):
-            raise ValueError(f"stt.language: {problem}, or auto")
+        if problem := unknown_language(language):
+            raise ValueError(f"stt.language: {problem}")
         return language
 
     @field_validator("min_window_s")

@@ -129,7 +129,7 @@ TurnDetection = Annotated[
 
 
 def _whisper_language(language: str | None) -> str | None:
-    if language is not None and language != AUTO and (problem := unknown_language(language)):
+    if language is not None and (problem := unknown_language(language)):
         raise PydanticCustomError("invalid_value", "{problem}", {"problem": problem})
     return language
 

@@ -191,8 +191,8 @@ class SessionOptions:
 
 
 def _check_language(language: str, languages: frozenset[str]) -> None:
-    if language != AUTO and (problem := unknown_language(language)):
-        raise OptionError(f"{problem}, or auto", "language")
+    if problem := unknown_language(language):
+        raise OptionError(problem, "language")
     if languages and language not in languages and language != AUTO:
         raise OptionError(
             f"this server's Whisper hears only {', '.join(sorted(languages))}, not "

@@ -36,10 +36,14 @@ NAMES = {
 
 
 def unknown_language(code: str) -> str | None:
-    """Why `code` is no language Whisper knows (None when it is one), for an error."""
-    if code in NAMES:
+    """Why `code` is neither a language Whisper knows nor "auto" (None when it is one of
+    them), for an error."""
+    if code in NAMES or code == AUTO:
         return None
-    return f"unknown language {code!r}: give a Whisper language code such as en, es, fr, de, ja"
+    return (
+        f"unknown language {code!r}: give a Whisper language code such as en, es, fr, de, "
+        "ja, or auto"
+    )
 
 
 @dataclass(frozen=True, slots=True)
