@@ -15,6 +15,7 @@ from app.api import (
     client_secrets,
     errors,
     health,
+    live,
     realtime_calls,
     realtime_ws,
     signalling,
@@ -101,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)
     app.include_router(realtime_ws.router)
+    app.include_router(live.router)
     app.include_router(client_secrets.router)
     app.include_router(health.router)
     app.include_router(twilio.router)

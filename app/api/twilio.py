@@ -31,7 +31,7 @@ from starlette.requests import HTTPConnection
 from app.api.auth import bearer_token, key_matches
 from app.api.callers import caller
 from app.api.deps import Calls, calls_of, runtime_of
-from app.api.realtime_ws import POLICY_VIOLATION, TRY_AGAIN_LATER
+from app.api.sockets import POLICY_VIOLATION, TRY_AGAIN_LATER
 from app.api.stream_tickets import StreamTickets
 from app.calls.admission import Caller
 from app.calls.phone import serve_media_stream

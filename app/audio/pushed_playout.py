@@ -33,10 +33,14 @@ class SocketPlayout:
         rate: int,
         push: Callable[[bytes], Awaitable[None]],
         *,
+        ahead_s: float = MAX_AHEAD_S,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`push` sends one piece of s16 mono PCM at `rate`, waiting for room if it must."""
+        """`push` sends one piece of s16 mono PCM at `rate`, waiting for room if it must.
+        `ahead_s`: how far ahead of playout the client may be sent audio (at most
+        MAX_AHEAD_S); what it holds plays on after an interruption unless it is told."""
         self.owner = owner
+        self._ahead_s = min(ahead_s, MAX_AHEAD_S)
         self.rate = rate
         self._push = push
         self._now = now
@@ -62,13 +66,13 @@ class SocketPlayout:
     ) -> int:
         if session_id != self.owner:
             raise CrossedSessions(f"audio of {session_id!r} sent to the socket of {self.owner!r}")
-        # Waiting on a clock, not an event: the deadline is a time, and it can move.
-        while (ahead := self._play_end - self._now()) > MAX_AHEAD_S:  # noqa: ASYNC110
-            await asyncio.sleep(ahead - MAX_AHEAD_S)
+        await self._until_room()
         start = self.queued_samples
         if on_start is not None:
             on_start()
         for offset in range(0, len(pcm), self._piece_bytes):
+            if offset:
+                await self._until_room()
             piece = pcm[offset : offset + self._piece_bytes]
             await self._push(piece)
             samples = len(piece) // 2
@@ -79,6 +83,11 @@ class SocketPlayout:
                 self.reference.played(piece, starts)
             self.queued_samples += samples
         return start
+
+    async def _until_room(self) -> None:
+        # Waiting on a clock, not an event: the deadline is a time, and it can move.
+        while (ahead := self._play_end - self._now()) > self._ahead_s:  # noqa: ASYNC110
+            await asyncio.sleep(ahead - self._ahead_s)
 
     def output_level_db(self) -> float:
         """Loudest piece playing in the last half second by the clock, in dBFS: how loud

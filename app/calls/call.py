@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.calls.pool import Slot
 from app.config import PoolSettings
 from app.errors import SignallingError
+from app.events.channel import EventChannel
 from app.observability.usage import SessionUsage
 from app.realtime.session_config import PARAMS
 from app.session.messages import SessionMessage
@@ -28,6 +29,7 @@ ENDINGS = {
     "idle_timeout": "nobody spoke for too long",
     "session_expired": "the session reached its maximum duration",
     "hangup": "the call was hung up",
+    "close_requested": "the client closed the session",
     "shutdown": "the server is shutting down",
 }
 
@@ -59,6 +61,34 @@ class Dialect(Protocol):
     def call_ended(self, code: str, message: str) -> None:
         """The call is over (a code from ENDINGS): the last thing the client hears."""
         ...
+
+
+class EventDialect(Dialect, Protocol):
+    """An OpenAI dialect (Realtime, Live): JSON events on a channel, sideband watchers."""
+
+    def attach(self, session: Session) -> None: ...
+
+    def opened(self) -> None:
+        """The client's event channel is open: greet it."""
+        ...
+
+    def receive(self, data: str | bytes, source: EventChannel | None = None) -> None: ...
+
+    async def receive_in_steps(
+        self, data: str | bytes, source: EventChannel | None = None
+    ) -> None: ...
+
+    def watch(self, controller: EventChannel) -> None: ...
+
+    def unwatch(self, controller: EventChannel) -> None: ...
+
+    def audio_delta(self, pcm24k: bytes) -> str:
+        """Reply audio as the event a WebSocket client gets."""
+        ...
+
+
+# Makes a call's dialect, given its event channel and its session id.
+DialectMaker = Callable[[EventChannel, str], EventDialect]
 
 
 # A call's session config (from its client secret, its offer), as routes hand it over.

@@ -146,6 +146,12 @@ class CallManager:
     def find(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)
 
+    def stop(self, call_id: str, reason: str) -> None:
+        """Ask a live call to end (its client asked: a reason from ENDINGS)."""
+        call = self._calls.get(call_id)
+        if call is not None:
+            call.request_stop(reason)
+
     def preview(self, changes: CallConfig | None) -> SessionOptions:
         """The options a new call's session would have with `changes` (SignallingError if
         it could not take them): a client secret's session config is checked when minted,

@@ -1,5 +1,5 @@
-"""Sideband control (GET /v1/realtime?call_id=): a server-side controller joins a live
-call's Realtime events over a WebSocket of its own."""
+"""Sideband control: a server-side controller joins a live call's events over a WebSocket
+of its own: Realtime's (GET /v1/realtime?call_id=) or Live's (/live/sessions/{id}/attach)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,27 @@ import asyncio
 
 from starlette.websockets import WebSocket
 
+from app.calls.call import EventDialect
 from app.calls.manager import CallManager
 from app.errors import NotFound
 from app.realtime.dialect import RealtimeDialect
 from app.ws.transport import WsTransport
 
 
-async def control(calls: CallManager, call_id: str, websocket: WebSocket) -> None:
+async def control(
+    calls: CallManager,
+    call_id: str,
+    websocket: WebSocket,
+    speaking: type[EventDialect] = RealtimeDialect,
+) -> None:
     """The controller on an accepted WebSocket hears the call's events and sends its own,
     until it leaves or the call ends.
 
-    Takes no slot: the call has one. Raises NotFound for an unknown call.
+    Takes no slot: the call has one. Raises NotFound for an unknown call, or one whose
+    dialect is not `speaking`.
     """
     call = calls.find(call_id)
-    if call is None or not isinstance(call.dialect, RealtimeDialect):
+    if call is None or not isinstance(call.dialect, speaking):
         raise NotFound(f"no call {call_id!r} to control")
     dialect, supervisor = call.dialect, call.supervisor
     controller = WsTransport(

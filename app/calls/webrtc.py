@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 from app.audio.g711 import RATE as G711_RATE
 from app.calls.admission import ANYONE, Caller
-from app.calls.call import Call, configure
+from app.calls.call import Call, DialectMaker, EventDialect, configure
 from app.calls.manager import CallManager
+from app.events.channel import EventChannel
 from app.realtime.dialect import RealtimeDialect
 from app.rtc.peer import RtcPeer
 from app.session.options import OptionChanges
@@ -22,12 +23,14 @@ async def open_webrtc(
     via: str = "webrtc",
     owner: object | None = None,
     caller: Caller = ANYONE,
+    dialect_of: DialectMaker | None = None,
 ) -> tuple[str, str]:
     """Answer an SDP offer on a fresh slot. Returns (answer_sdp, session_id).
 
     `changes` configure the session first, in order. `via` names the signalling in
-    /v1/pool (webrtc, whip); `owner`, the client secret that asked (None: the server's
-    key); `caller`, where it came from.
+    /v1/pool (webrtc, whip, live); `owner`, the client secret that asked (None: the
+    server's key); `caller`, where it came from; `dialect_of`, what its data channel
+    speaks (Realtime unless told).
     """
     responder, session_id, slot = calls.claim(via, caller)
     settings = calls.settings
@@ -40,7 +43,8 @@ async def open_webrtc(
     try:
         answer = await peer.answer(offer_sdp)
         assert peer.outbound is not None
-        dialect = RealtimeDialect(peer.events, model=calls.runtime.model, webrtc=True)
+        make = dialect_of or realtime_over_webrtc(calls.runtime.model)
+        dialect = make(peer.events, session_id)
         session = calls.session(
             session_id,
             responder,
@@ -59,3 +63,10 @@ async def open_webrtc(
         raise
     calls.start(Call(slot, peer, dialect, session, owner=owner))
     return answer, session_id
+
+
+def realtime_over_webrtc(model: str) -> DialectMaker:
+    def make(channel: EventChannel, session_id: str) -> EventDialect:
+        return RealtimeDialect(channel, model=model, webrtc=True)
+
+    return make

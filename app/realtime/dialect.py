@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
-import json
 import logging
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from app.audio import g711
 from app.audio.resample import Resampler
-from app.errors import MessageTooLarge
+from app.events.audio import AudioIn, AudioOut, BadAudio, FormatName
+from app.events.channel import Broadcast, EventChannel, NoChannel, as_json, decode
 from app.realtime import client_events as cmd
 from app.realtime import server_events as events
 from app.realtime.session_config import (
     PARAMS,
     RATE,
-    AudioFormatName,
     describe,
     formats,
     to_changes,
@@ -62,7 +59,6 @@ REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
     refusals.ConversationFull: ("conversation_full", "item"),
 }
 
-LAWS: dict[str, g711.Law] = {"audio/pcmu": "ulaw", "audio/pcma": "alaw"}
 # What a client does that keeps its session from idling out, once done: speaking (the
 # turn detector's to say), and these. Clearing the buffer, changing the session or
 # reading items back is not: a client doing only that would hold its slot for ever.
@@ -74,24 +70,7 @@ ACTIVITY = (
 PLAYOUT = (ReplyAudioStarted, ReplyAudioStopped, ReplyAudioCleared)
 
 
-class EventChannel(Protocol):
-    """A WebRTC data channel or a WebSocket, carrying JSON text both ways."""
-
-    max_message_bytes: int
-
-    def send_text(self, text: str, *, droppable: bool = False) -> None:
-        """`droppable`: cosmetic (a transcript delta), may be dropped for a peer not reading."""
-        ...
-
-
-class NoChannel:
-    """The events channel of a call that has none of its own (a SIP call): its events
-    reach only the sideband controllers watching it."""
-
-    max_message_bytes = 256 * 1024
-
-    def send_text(self, text: str, *, droppable: bool = False) -> None:
-        pass
+__all__ = ["EventChannel", "NoChannel", "RealtimeDialect"]
 
 
 class RealtimeDialect:
@@ -103,17 +82,16 @@ class RealtimeDialect:
         `max_append_s`: the most audio one input_audio_buffer.append may carry."""
         self._channel = channel
         self._max_append_s = max_append_s
-        self._watchers: list[EventChannel] = []  # sideband controllers of this call
+        self._out = Broadcast(channel, _too_large)  # the channel, and sideband controllers
         self._model = model
         self._webrtc = webrtc
         self._session: Session | None = None
         # (response_id, item_id, output_index) of the reply's words being heard.
         self._speaking: tuple[str, str, int] = ("", "", 0)
-        # The WebSocket's audio formats, in and out (a WebRTC call's audio is on its track).
-        self._formats: tuple[AudioFormatName, AudioFormatName] = ("audio/pcm", "audio/pcm")
-        # Made on first use and kept: resampling is stateful along a stream.
-        self._appended: Resampler | None = None
-        self._delta_resampler: Resampler | None = None
+        # The WebSocket's audio, in and out (a WebRTC call's audio is on its track); each
+        # kept while its format is: resampling is stateful along a stream.
+        self._audio_in = AudioIn()
+        self._audio_out = AudioOut()
 
     def attach(self, session: Session) -> None:
         self._session = session
@@ -131,12 +109,11 @@ class RealtimeDialect:
 
     def watch(self, controller: EventChannel) -> None:
         """A sideband controller joins: it hears every event and may send its own."""
-        self._watchers.append(controller)
+        self._out.watch(controller)
         self._send(events.session_created(self._describe()), to=controller)
 
     def unwatch(self, controller: EventChannel) -> None:
-        if controller in self._watchers:
-            self._watchers.remove(controller)
+        self._out.unwatch(controller)
 
     def receive(self, data: str | bytes, source: EventChannel | None = None) -> None:
         """One message from the client (or from a sideband controller, `source`): handled
@@ -153,9 +130,9 @@ class RealtimeDialect:
     def _receive(self, data: str | bytes, source: EventChannel | None) -> Iterator[None]:
         """Handles one message; yields between the steps of an append's audio."""
         sender = source or self._channel
-        event, problem = _decode(data, sender.max_message_bytes)
+        event, problem = decode(data, sender.max_message_bytes)
         if problem is not None:
-            self._send(problem, to=sender)
+            self._send(events.error(problem[1], code=problem[0]), to=sender)
             return
         assert event is not None
         try:
@@ -169,6 +146,8 @@ class RealtimeDialect:
                     self.session.touch()
         except cmd.BadEvent as exc:
             self._refuse(sender, str(exc), exc.code, exc.param, event)
+        except BadAudio as exc:
+            self._refuse(sender, str(exc), "invalid_audio", "audio", event)
         except refusals.OptionError as exc:
             self._refuse(sender, str(exc), "invalid_value", PARAMS.get(exc.option), event)
         except refusals.Refused as exc:
@@ -196,22 +175,13 @@ class RealtimeDialect:
 
     def audio_delta(self, pcm24k: bytes) -> str:
         """Reply audio for a WebSocket, in its output format, labelled with its reply."""
-        law = LAWS.get(self._formats[1])
-        if law is not None:
-            if self._delta_resampler is None:
-                self._delta_resampler = Resampler(g711.RATE)
-            samples = np.frombuffer(pcm24k, dtype=np.int16)
-            pcm24k = g711.encode(self._delta_resampler.pcm(samples, RATE), law)
-        return _json(events.audio_delta(*self._speaking, pcm24k))
+        return as_json(events.audio_delta(*self._speaking, self._audio_out.encode(pcm24k)))
 
-    def _use_formats(
-        self, audio_in: AudioFormatName | None, audio_out: AudioFormatName | None
-    ) -> None:
-        if audio_in is not None and audio_in != self._formats[0]:
-            self._appended = None
-        if audio_out is not None and audio_out != self._formats[1]:
-            self._delta_resampler = None
-        self._formats = (audio_in or self._formats[0], audio_out or self._formats[1])
+    def _use_formats(self, audio_in: FormatName | None, audio_out: FormatName | None) -> None:
+        if audio_in is not None and audio_in != self._audio_in.name:
+            self._audio_in = AudioIn(audio_in)
+        if audio_out is not None and audio_out != self._audio_out.name:
+            self._audio_out = AudioOut(audio_out)
 
     # --- commands
 
@@ -256,34 +226,19 @@ class RealtimeDialect:
             self.session.push_audio(pcm[offset : offset + APPEND_STEP_BYTES])
 
     def _pcm16k(self, audio: str) -> bytes:
-        """An append's base64 audio, in the input format, as the 16 kHz PCM every
-        transport hands in; at most max_append_s of it."""
-        law = LAWS.get(self._formats[0])
-        rate = g711.RATE if law is not None else RATE
-        bytes_per_s = rate * (1 if law is not None else 2)
-        # Sized from the text before it is decoded: base64 is 4 characters for 3 bytes.
-        seconds = len(audio) * 3 / 4 / bytes_per_s
+        """An append's base64 audio as the 16 kHz PCM every transport hands in; at most
+        max_append_s of it."""
+        seconds = self._audio_in.seconds(audio)
         if seconds > self._max_append_s + 0.1:
-            raise _bad_audio(
+            raise BadAudio(
                 f"an append of {seconds:.1f} s of audio; at most {self._max_append_s:g} s in "
                 "one (limits.append_audio_s): send it in smaller appends"
             )
-        try:
-            data = base64.b64decode(audio, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise _bad_audio(f"audio is not valid base64: {exc}") from exc
-        if law is not None:
-            pcm = g711.decode(data, law)
-        elif len(data) % 2:
-            raise _bad_audio("audio has an odd number of bytes: expected pcm16 (2 bytes a sample)")
-        else:
-            pcm = data
-        if self._appended is None:
-            self._appended = Resampler(INBOUND_RATE)
-        return self._appended.pcm(np.frombuffer(pcm, dtype=np.int16), rate)
+        return self._audio_in.pcm16k(audio)
 
     def _describe(self) -> dict[str, Any]:
-        return describe(self.session.options, self.session.id, self._model, self._formats)
+        formats = (self._audio_in.name, self._audio_out.name)
+        return describe(self.session.options, self.session.id, self._model, formats)
 
     def _refuse(
         self,
@@ -297,19 +252,15 @@ class RealtimeDialect:
         self._send(events.client_error(message, code, param, event_id), to=sender)
 
     def _send(self, event: events.Event, *, to: EventChannel | None = None) -> None:
-        text, droppable = _json(event), event["type"].endswith(".delta")
-        for channel in [to] if to is not None else [self._channel, *self._watchers]:
-            try:
-                channel.send_text(text, droppable=droppable)
-            except MessageTooLarge as exc:
-                # The client cannot take this event; it hears that it missed one.
-                log.warning("%s not sent: %s", event["type"], exc,
-                            extra={"session_id": self._session and self._session.id})  # fmt: skip
-                problem = events.error(
-                    f"a {event['type']} event of {len(text)} bytes was not sent: {exc}",
-                    type_="server_error", code="event_too_large",
-                )  # fmt: skip
-                channel.send_text(_json(problem))
+        self._out.send(event, to=to, session_id=self._session.id if self._session else "")
+
+
+def _too_large(type_: str, size: int, why: str) -> events.Event:
+    """The client cannot take an event; it hears that it missed one."""
+    return events.error(
+        f"a {type_} event of {size} bytes was not sent: {why}",
+        type_="server_error", code="event_too_large",
+    )  # fmt: skip
 
 
 def _pcm24k_base64(pcm16k: bytes) -> str:
@@ -317,32 +268,3 @@ def _pcm24k_base64(pcm16k: bytes) -> str:
     resampler = Resampler(RATE)  # one utterance, start to end: a fresh one is right
     samples = np.frombuffer(pcm16k, dtype=np.int16)
     return base64.b64encode(resampler.pcm(samples, INBOUND_RATE) + resampler.flush()).decode()
-
-
-def _bad_audio(message: str) -> cmd.BadEvent:
-    return cmd.BadEvent(message, "invalid_audio", "audio")
-
-
-def _json(event: events.Event) -> str:
-    return json.dumps(event, separators=(",", ":"))
-
-
-def _decode(
-    data: str | bytes, max_bytes: int
-) -> tuple[dict[str, Any], None] | tuple[None, events.Event]:
-    """A client's message as (event, None), or (None, the error event to answer with)."""
-    if isinstance(data, bytes) or len(data) > max_bytes:
-        return None, events.error(
-            f"events must be JSON text under {max_bytes // 1024} KiB", code="invalid_message"
-        )
-    try:
-        event = json.loads(data)
-    except ValueError as exc:
-        return None, events.error(f"malformed JSON: {exc}", code="invalid_json")
-    except RecursionError:
-        return None, events.error("JSON nested too deeply", code="invalid_json")
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        return None, events.error(
-            "an event is a JSON object with a string 'type'", code="invalid_event"
-        )
-    return event, None

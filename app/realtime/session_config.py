@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.config.audio import NoiseReduction as NoiseReductionKind
+from app.events.audio import FormatName
 from app.session.options import (
     OptionChanges,
     SessionOptions,
@@ -35,7 +36,7 @@ RATE = 24_000  # audio/pcm: pcm16 mono
 # The audio formats of a WebSocket's input_audio_buffer.append and audio deltas. G.711
 # is 8 kHz, one byte a sample: what telephony gateways pass through.
 FORMATS = ("audio/pcm", "audio/pcmu", "audio/pcma")
-AudioFormatName = Literal["audio/pcm", "audio/pcmu", "audio/pcma"]
+AudioFormatName = FormatName
 # Where each session option sits in the session object, for errors.
 PARAMS = {
     "voice": "session.audio.output.voice",

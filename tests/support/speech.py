@@ -72,9 +72,9 @@ def as_whisper_hears(samples: np.ndarray, rate: int) -> np.ndarray:
     return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
 
 
-def transcribe(model: Any, samples48k: np.ndarray) -> str:
-    """What Whisper hears in 48 kHz mono int16 audio (e.g. a recorded reply)."""
-    audio = as_whisper_hears(samples48k, 48_000)
+def transcribe(model: Any, samples: np.ndarray, rate: int = 48_000) -> str:
+    """What Whisper hears in mono int16 audio at `rate` (e.g. a recorded reply)."""
+    audio = as_whisper_hears(samples, rate)
     segments, _ = model.transcribe(audio, language="en", beam_size=1)
     return " ".join(segment.text for segment in segments)
 

@@ -1,0 +1,102 @@
+"""Live sessions (OpenAI's Live API): over a WebSocket once its session.start is taken,
+or over WebRTC (POST /live/sessions). The same sessions as Realtime, in Live's words."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.websockets import WebSocket
+
+from app.calls.admission import ANYONE, Caller
+from app.calls.call import DialectMaker, EventDialect
+from app.calls.manager import CallManager
+from app.calls.webrtc import open_webrtc
+from app.calls.websocket import serve_websocket
+from app.errors import SignallingError
+from app.events.audio import AudioIn, AudioOut
+from app.events.channel import EventChannel
+from app.live.dialect import LiveDialect
+from app.live.session_config import SessionConfig, StartProblem, audio_format, expiry, to_changes
+from app.session.options import OptionChanges
+
+# How far ahead of playout a Live WebSocket is sent reply audio: Live tells a client
+# nothing to truncate, so what it holds is what it plays after an interruption.
+AHEAD_S = 0.3
+
+
+def live_dialect(
+    calls: CallManager,
+    config: SessionConfig,
+    *,
+    websocket: bool,
+    started_by: str | None = None,
+) -> DialectMaker:
+    """Makes the dialect of a Live call started with `config` (StartProblem if it asks
+    for what this server cannot do)."""
+    name, rate = audio_format(config)
+    limits = calls.settings.limits
+    expires_at = expiry(calls.settings.pool.max_session_s)
+
+    def make(channel: EventChannel, session_id: str) -> EventDialect:
+        audio = (AudioIn(name, rate), AudioOut(name, rate)) if websocket else None
+        return LiveDialect(
+            channel,
+            model=config.model,
+            expires_at=expires_at,
+            audio=audio,
+            initial=config.input,
+            stop=lambda: calls.stop(session_id, "close_requested"),
+            started_by=started_by,
+            max_append_s=limits.append_audio_s,
+        )
+
+    return make
+
+
+def changes_of(calls: CallManager, config: SessionConfig) -> OptionChanges:
+    voices = calls.runtime.responder.voices if calls.runtime.responder is not None else ()
+    return to_changes(config, voices)
+
+
+async def serve_live_websocket(
+    calls: CallManager,
+    websocket: WebSocket,
+    config: SessionConfig,
+    changes: Sequence[OptionChanges],
+    started_by: str | None,
+    *,
+    owner: object | None = None,
+    caller: Caller = ANYONE,
+) -> None:
+    """Run a Live session on an accepted WebSocket whose session.start was `config`
+    (its option `changes`, with any of its client secret's before them)."""
+    await serve_websocket(
+        calls,
+        websocket,
+        changes,
+        owner=owner,
+        caller=caller,
+        dialect_of=live_dialect(calls, config, websocket=True, started_by=started_by),
+        via="live",
+        ahead_s=AHEAD_S,
+    )
+
+
+async def open_live_webrtc(
+    calls: CallManager,
+    offer_sdp: str,
+    config: SessionConfig,
+    secret_changes: Sequence[OptionChanges] = (),
+    *,
+    owner: object | None = None,
+    caller: Caller = ANYONE,
+) -> tuple[str, str]:
+    """Answer a Live WebRTC offer on a fresh slot: (answer_sdp, session_id)."""
+    try:
+        changes = [*secret_changes, changes_of(calls, config)]
+        make = live_dialect(calls, config, websocket=False)
+    except StartProblem as exc:
+        raise SignallingError(f"session config: {exc} ({exc.param})") from exc
+    return await open_webrtc(
+        calls, offer_sdp, changes, via="live", owner=owner, caller=caller, dialect_of=make
+    )

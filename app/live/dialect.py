@@ -1,0 +1,317 @@
+"""The Live dialect for one call: the only code that speaks Live's wire format.
+
+Client events come in as JSON text from a WebSocket, a data channel or a sideband
+controller; each becomes a Session verb, and one the session refuses is answered
+with Live's `error` event (the session goes on). The session's messages go out as
+Live server events on one timeline, in milliseconds from the session's start.
+
+Live has no turns on the wire: the user's words come as input transcript deltas,
+the agent's as output transcript deltas and audio. Over a WebSocket, reply audio is
+sent only a little ahead of playout, so that an interruption stops it at the client
+too (Live tells a client nothing to truncate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from app.events.audio import AudioIn, AudioOut, BadAudio
+from app.events.channel import Broadcast, Event, EventChannel, as_json, decode
+from app.live import client_events as cmd
+from app.live import server_events as events
+from app.live.session_config import PARAMS, InitialItem, describe
+from app.session import messages as msg
+from app.session import refusals
+from app.session.session import Session
+from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
+
+log = logging.getLogger(__name__)
+
+APPEND_STEP_BYTES = BYTES_PER_S  # an append reaches the turn detector a second at a time
+PENDING_COMMENTARY = 8  # commentary waiting for the agent to finish speaking
+# What each kind of appended context becomes in the conversation the LLM reads.
+CONTEXT = {
+    "session.instructions.append": "{}",
+    "session.thinking.append": "Background for you, not to be read out: {}",
+    "session.commentary.append": "Tell the user this now, in your own words: {}",
+}
+ROLES: dict[str, Any] = {"developer": "system", "user": "user", "assistant": "assistant"}
+
+
+class LiveDialect:
+    def __init__(
+        self,
+        channel: EventChannel,
+        *,
+        model: str,
+        expires_at: float,
+        audio: tuple[AudioIn, AudioOut] | None = None,
+        initial: Sequence[InitialItem] = (),
+        stop: Callable[[], None] = lambda: None,
+        started_by: str | None = None,
+        max_append_s: float = 60.0,
+    ) -> None:
+        """`audio`: a WebSocket's formats in and out (None over WebRTC or SIP, whose audio
+        is on a track). `initial`: the start config's text history. `stop`: ends the
+        call, for session.close. `started_by`: the id of the session.start event that
+        made it, if it had one. `max_append_s`: the most audio one append may carry."""
+        self._out = Broadcast(channel, _too_large)
+        self._channel = channel
+        self._model = model
+        self._expires_at = expires_at
+        self._audio = audio
+        self._max_append_s = max_append_s
+        self._session: Session | None = None
+        self._began = time.monotonic()
+        self._muted = False
+        # An utterance's item id: when it began and ended on the timeline (ms).
+        self._spans: dict[str, tuple[int, int | None]] = {}
+        self._pending: deque[str] = deque(maxlen=PENDING_COMMENTARY)
+        self._ack_delay_ms: int | None = None
+        self._initial = list(initial)
+        self._stop = stop
+        self._started_by = started_by
+
+    def attach(self, session: Session) -> None:
+        """Bind the session; the start config's text history goes into it now."""
+        self._session = session
+        for item in self._initial:
+            session.items.add(ROLES[item.role], item.content[0].text)
+
+    @property
+    def session(self) -> Session:
+        assert self._session is not None, "attach() a session first"
+        return self._session
+
+    def now_ms(self) -> int:
+        """Where the session is on its timeline: the wall clock since it began, or as far
+        as the user's audio has come, if that is further (a WebSocket client may send
+        audio faster than it plays)."""
+        wall_ms = (time.monotonic() - self._began) * 1000
+        heard_ms = self.session.usage.audio_in_samples * 1000 / INBOUND_RATE
+        return int(max(wall_ms, heard_ms))
+
+    # --- the channel's side
+
+    def opened(self) -> None:
+        """The client's channel is open (a WebSocket's session.start taken): it hears its
+        session."""
+        self._send(events.started(self._describe(), self._started_by))
+
+    def watch(self, controller: EventChannel) -> None:
+        """A sideband controller joins: it hears every event and may send its own."""
+        self._out.watch(controller)
+        self._send(events.updated(self._describe()), to=controller)
+
+    def unwatch(self, controller: EventChannel) -> None:
+        self._out.unwatch(controller)
+
+    def receive(self, data: str | bytes, source: EventChannel | None = None) -> None:
+        for _ in self._receive(data, source):
+            pass
+
+    async def receive_in_steps(self, data: str | bytes, source: EventChannel | None = None) -> None:
+        """receive(), letting the loop's other work in between the steps of a long append."""
+        for _ in self._receive(data, source):
+            await asyncio.sleep(0)
+
+    def _receive(self, data: str | bytes, source: EventChannel | None) -> Iterator[None]:
+        sender = source or self._channel
+        event, problem = decode(data, sender.max_message_bytes)
+        if problem is not None:
+            self._send(events.error(problem[1], problem[0]), to=sender)
+            return
+        assert event is not None
+        client_event_id = cmd.event_id_of(event)
+        try:
+            command = cmd.parse(event)
+            if isinstance(command, cmd.AudioAppend):
+                yield from self._append(command.audio)
+            else:
+                self._handle(command, sender, client_event_id)
+        except cmd.BadEvent as exc:
+            self._refuse(sender, str(exc), exc.code, exc.param, client_event_id)
+        except BadAudio as exc:
+            self._refuse(sender, str(exc), "invalid_audio", "audio", client_event_id)
+        except refusals.OptionError as exc:
+            param = PARAMS.get(exc.option, exc.option)
+            self._refuse(sender, str(exc), "invalid_value", param, client_event_id)
+        except refusals.Refused as exc:
+            self._refuse(sender, str(exc), "invalid_request", None, client_event_id)
+        except Exception:
+            log.exception("client event failed", extra={"session_id": self.session.id})
+            self._refuse(sender, "the server failed on this event", "internal", None,
+                         client_event_id)  # fmt: skip
+
+    def call_ended(self, code: str, message: str) -> None:
+        """The last event: why the session closed, and what it used."""
+        self._send(events.closed(self._describe(), code, self._seconds()))
+
+    # --- the session's side
+
+    def deliver(self, message: msg.SessionMessage) -> None:
+        match message:
+            case msg.SpeechStarted(item_id, audio_start_ms):
+                self._spans[item_id] = (audio_start_ms, None)
+                if len(self._spans) > 64:  # utterances dropped as no turn leave theirs
+                    self._spans.pop(next(iter(self._spans)))
+            case msg.SpeechStopped(item_id, audio_end_ms) if item_id in self._spans:
+                self._spans[item_id] = (self._spans[item_id][0], audio_end_ms)
+            case msg.UserTranscribed(item_id, transcript) if transcript:
+                start, end = self._spans.pop(item_id, (None, None))
+                end = end if end is not None else self.now_ms()
+                start = start if start is not None else end
+                self._send(events.input_transcript(transcript, start, end))
+            case msg.ClauseSpoken(delta=delta):
+                at = self.now_ms()
+                self._send(events.output_transcript(delta, at, at))
+            case msg.ReplyEnded():
+                self._send(events.usage(self._seconds()))
+                if self._pending:
+                    self._speak(self._pending.popleft())
+            case msg.KeyPressed(key):
+                for watcher in self._out.watchers:  # Live tells only the sideband
+                    self._send(events.dtmf_received(key), to=watcher)
+            case msg.Problem(code, text):
+                self._send(events.error(text, code, type_="server_error"))
+
+    def audio_delta(self, pcm24k: bytes) -> str:
+        """Reply audio for a WebSocket, in its output format."""
+        assert self._audio is not None, "a WebSocket call's dialect has its formats"
+        return as_json(events.output_audio(self._audio[1].encode(pcm24k)))
+
+    # --- commands
+
+    def _handle(
+        self, command: cmd.ClientCommand, sender: EventChannel, client_event_id: str | None
+    ) -> None:
+        session = self.session
+        match command:
+            case cmd.Start():
+                raise cmd.BadEvent(
+                    "the session has already started: send session.start once, first",
+                    "session_already_started",
+                )
+            case cmd.Update(session=update):
+                delegation = update.delegation
+                if delegation is not None and delegation.type != "client":
+                    raise cmd.BadEvent(
+                        "the delegation type cannot change (this session's is client)",
+                        "immutable_field_update",
+                        "session.delegation.type",
+                    )
+                if delegation is not None and delegation.acknowledgement_delay_ms is not None:
+                    self._ack_delay_ms = delegation.acknowledgement_delay_ms
+                self._send(events.updated(self._describe(), client_event_id))
+            case cmd.Mute() | cmd.Unmute():
+                self._muted = isinstance(command, cmd.Mute)
+                kind = "muted" if self._muted else "unmuted"
+                self._send(events.acknowledged(f"session.input_audio.{kind}", client_event_id))
+            case cmd.InstructionsAppend() | cmd.ThinkingAppend() | cmd.CommentaryAppend():
+                self._context(command, client_event_id)
+            case cmd.Close():
+                self._stop()
+            case cmd.NeedsBackend(type=kind):
+                owner = "Decisions" if kind.startswith("decision.") else "Responses"
+                raise cmd.BadEvent(
+                    f"{kind} requires {owner} delegation, which this server does not run",
+                    "invalid_request",
+                    "type",
+                )
+            case cmd.FixturePlay() | cmd.DtmfSend():
+                raise cmd.BadEvent(
+                    f"{command.type} is not supported by this server yet", "unsupported", "type"
+                )
+        session.touch()
+
+    def _context(
+        self,
+        command: cmd.InstructionsAppend | cmd.ThinkingAppend | cmd.CommentaryAppend,
+        client_event_id: str | None,
+    ) -> None:
+        text = CONTEXT[command.type].format(command.content)
+        if isinstance(command, cmd.CommentaryAppend):
+            if self.session.busy:
+                self._pending.append(text)  # spoken once the agent has finished
+            else:
+                self._speak(text)
+        else:
+            self.session.items.add("system", text)
+        kind = command.type.removesuffix(".append") + ".appended"
+        self._send(events.appended(kind, self.now_ms(), client_event_id))
+
+    def _speak(self, text: str) -> None:
+        self.session.items.add("system", text)
+        try:
+            self.session.create_response()
+        except refusals.Refused as exc:  # the echo agent, or a turn that just began
+            log.info("commentary kept, not spoken: %s", exc, extra={"session_id": self.session.id})
+
+    def _append(self, audio: str) -> Iterator[None]:
+        """An append's audio to the turn detector, a step at a time (silence while muted)."""
+        if self._audio is None:
+            raise cmd.BadEvent(
+                "this session's audio is on its media track, not in events", "invalid_request"
+            )
+        decoder = self._audio[0]
+        seconds = decoder.seconds(audio)
+        if seconds > self._max_append_s + 0.1:
+            raise BadAudio(
+                f"an append of {seconds:.1f} s of audio; at most {self._max_append_s:g} s in "
+                "one (limits.append_audio_s): send it in smaller appends"
+            )
+        pcm = decoder.pcm16k(audio)
+        if self._muted:
+            pcm = np.zeros(len(pcm) // 2, dtype=np.int16).tobytes()
+        for offset in range(0, len(pcm), APPEND_STEP_BYTES):
+            if offset:
+                yield
+            self.session.push_audio(pcm[offset : offset + APPEND_STEP_BYTES])
+
+    def _seconds(self) -> float:
+        return time.monotonic() - self._began
+
+    def _describe(self) -> dict[str, Any]:
+        audio_format = None
+        if self._audio is not None:
+            audio_format = (self._audio[0].name, self._audio[0].rate)
+        delegation: dict[str, Any] = {"type": "client"}
+        if self._ack_delay_ms is not None:
+            delegation["acknowledgement_delay_ms"] = self._ack_delay_ms
+        return describe(
+            self.session.options,
+            self.session.id,
+            self._model,
+            expires_at=self._expires_at,
+            audio_format=audio_format,
+            delegation=delegation,
+            initial=self._initial,
+        )
+
+    def _refuse(
+        self,
+        sender: EventChannel,
+        message: str,
+        code: str,
+        param: str | None,
+        client_event_id: str | None,
+    ) -> None:
+        problem = events.error(message[:1000], code, param=param, client_event_id=client_event_id)
+        self._send(problem, to=sender)
+
+    def _send(self, event: Event, *, to: EventChannel | None = None) -> None:
+        self._out.send(event, to=to, session_id=self._session.id if self._session else "")
+
+
+def _too_large(type_: str, size: int, why: str) -> Event:
+    return events.error(
+        f"a {type_} event of {size} bytes was not sent: {why}", "event_too_large",
+        type_="server_error",
+    )  # fmt: skip

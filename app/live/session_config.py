@@ -1,0 +1,170 @@
+"""A Live session's configuration: what `session.start` (or POST /live/sessions) may
+set, what `session.update` may change, and the `SessionResource` told back.
+
+Live fixes the model, the instructions, the voice and the audio format at start;
+an update changes only delegation and triggers. Unknown fields are ignored, as in
+the Realtime dialect. What this server accepts and ignores is listed in
+docs/reference/live-events.md.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.events.audio import SPOKEN_RATE, FormatName
+from app.session.options import OptionChanges, SessionOptions
+
+# OpenAI's built-in Live voices: each is spoken in the server's own voice.
+BUILT_IN_VOICES = frozenset({
+    "alloy", "ash", "ballad", "beacon", "bossa", "cedar", "cinder", "coral", "delta", "echo",
+    "gleam", "marin", "meridian", "quartz", "ripple", "sage", "shida", "shimmer", "stone",
+    "tempo", "verse", "vesper", "willow",
+})  # fmt: skip
+MAX_INITIAL_ITEMS = 128
+# The Live fields each option comes from, for errors that name one.
+PARAMS = {"instructions": "session.instructions", "voice": "session.audio.output.voice"}
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class AudioFormat(_Part):
+    type: FormatName
+    rate: int | None = None
+
+
+class CustomVoice(_Part):
+    id: str
+
+
+class AudioOutput(_Part):
+    voice: str | CustomVoice | None = None
+
+
+class Audio(_Part):
+    format: AudioFormat | None = None
+    output: AudioOutput | None = None
+
+
+class TextPart(_Part):
+    text: str
+
+
+class InitialItem(_Part):
+    role: Literal["developer", "user", "assistant"]
+    content: list[TextPart] = Field(min_length=1, max_length=1)
+
+
+class Delegation(_Part):
+    type: Literal["client", "responses", "decisions"]
+    acknowledgement_delay_ms: int | None = Field(default=None, ge=0)
+
+
+class SessionConfig(_Part):
+    """session.start's `session`: everything a Live session starts with."""
+
+    model: str
+    instructions: str | None = None
+    audio: Audio | None = None
+    input: Annotated[list[InitialItem], Field(max_length=MAX_INITIAL_ITEMS)] = []
+    delegation: Delegation | None = None
+    store: bool | None = None
+    safety_identifier: str | None = None
+
+
+class SessionUpdate(_Part):
+    """session.update's `session`: delegation and triggers only."""
+
+    delegation: Delegation | None = None
+
+
+class StartProblem(ValueError):
+    """A start config this server cannot take: the message, and the Live param at fault."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def to_changes(config: SessionConfig, voices: tuple[str, ...]) -> OptionChanges:
+    """The session options a start config asks for (StartProblem for what cannot be)."""
+    if config.delegation is not None and config.delegation.type != "client":
+        raise StartProblem(
+            f"{config.delegation.type} delegation is not available on this server; "
+            "use client delegation (the default)",
+            "session.delegation.type",
+        )
+    voice = config.audio.output.voice if config.audio and config.audio.output else None
+    return OptionChanges(
+        instructions=config.instructions if (config.instructions or "").strip() else None,
+        voice=_voice(voice, voices),
+    )
+
+
+def _voice(asked: str | CustomVoice | None, voices: tuple[str, ...]) -> str | None:
+    name = asked.id if isinstance(asked, CustomVoice) else asked
+    if name is None or name in BUILT_IN_VOICES:
+        return None  # OpenAI's voices are spoken in the server's own
+    if voices and name not in voices:
+        raise StartProblem(
+            f"unknown voice {name!r}; available: {', '.join(sorted(BUILT_IN_VOICES))} "
+            f"(spoken in the server's voice) or this server's own: {', '.join(voices)}",
+            "session.audio.output.voice",
+        )
+    return name
+
+
+def audio_format(config: SessionConfig) -> tuple[FormatName, int]:
+    """The WebSocket audio format a start config asks for: (name, rate)."""
+    asked = config.audio.format if config.audio else None
+    if asked is None:
+        return "audio/pcm", SPOKEN_RATE
+    if asked.type == "audio/pcm":
+        if asked.rate not in (None, 16_000, SPOKEN_RATE):
+            raise StartProblem(
+                f"audio/pcm is taken at 16000 or 24000 Hz, not {asked.rate}",
+                "session.audio.format.rate",
+            )
+        return "audio/pcm", asked.rate or SPOKEN_RATE
+    if asked.rate not in (None, 8_000):
+        raise StartProblem(
+            f"{asked.type} is G.711 at 8000 Hz, not {asked.rate}", "session.audio.format.rate"
+        )
+    return asked.type, 8_000
+
+
+def describe(
+    options: SessionOptions,
+    session_id: str,
+    model: str,
+    *,
+    expires_at: float,
+    audio_format: tuple[FormatName, int] | None,
+    delegation: dict[str, Any],
+    initial: list[InitialItem],
+) -> dict[str, Any]:
+    """The `SessionResource` of a Live session. `audio_format`: a WebSocket's (None over
+    WebRTC, which negotiates its own)."""
+    audio: dict[str, Any] = {"output": {"voice": options.voice}}
+    if audio_format is not None:
+        audio["format"] = {"type": audio_format[0], "rate": audio_format[1]}
+    return {
+        "id": session_id,
+        "expires_at": int(expires_at),
+        "model": model,
+        "status": "active",
+        "instructions": options.instructions,
+        "audio": audio,
+        "delegation": delegation,
+        "input": [item.model_dump(exclude_none=True) for item in initial],
+        "store": False,  # recordings are not kept (docs/reference/live-events.md)
+    }
+
+
+def expiry(max_session_s: float) -> float:
+    """When a session starting now expires, in Unix time."""
+    return time.time() + max_session_s

@@ -1,0 +1,252 @@
+"""OpenAI's Live API with the official openai SDK (`client.live`): over a WebSocket and
+over WebRTC, a sideband attached, hangup, and bad input. Every server event is
+validated by the SDK's own models (strictly: the SDK itself parses leniently)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+from openai import AsyncOpenAI
+from openai.resources.live.live import AsyncLiveConnection
+from openai.types.live import ConnectServerEvent, ServerEvent
+from pydantic import TypeAdapter
+
+from app.audio.level import rms_db
+from clients import AgentClient, load_wav
+from tests.support.server import ServerProcess
+from tests.support.speech import QUESTION, transcribe, word_error_rate
+
+pytestmark = pytest.mark.e2e
+
+SERVER_EVENT: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
+SIDEBAND_EVENT: TypeAdapter[ConnectServerEvent] = TypeAdapter(ConnectServerEvent)
+RATE = 24_000
+CHUNK = 2400  # 100 ms
+MUTED = "Tell me a long story about a cat."
+
+
+async def events_until(conn: AsyncLiveConnection, kind: str) -> list[Any]:
+    """Read events, each validated by the SDK's models, up to the first of `kind`."""
+    seen = []
+    while True:
+        raw = await asyncio.wait_for(conn.recv_bytes(), timeout=120)
+        event = SERVER_EVENT.validate_json(raw)
+        seen.append(event)
+        if event.type == "error":
+            raise AssertionError(f"server error: {raw!r}")
+        if event.type == kind:
+            return seen
+
+
+async def say(conn: AsyncLiveConnection, pcm: np.ndarray) -> None:
+    """Speech, then the second of silence that ends a turn (Live has no commit)."""
+    audio = np.concatenate([pcm, np.zeros(RATE * 3 // 2, dtype=np.int16)])
+    for offset in range(0, len(audio), CHUNK):
+        chunk = audio[offset : offset + CHUNK].tobytes()
+        await conn.session.input_audio.append(audio=base64.b64encode(chunk).decode())
+
+
+def spoken(seen: list[Any]) -> tuple[np.ndarray, str]:
+    """The reply's audio, and its words as the output transcript told them."""
+    chunks = [base64.b64decode(e.delta) for e in seen if e.type == "session.output_audio.delta"]
+    words = "".join(e.delta for e in seen if e.type == "session.output_transcript.delta")
+    return np.frombuffer(b"".join(chunks), dtype=np.int16), words
+
+
+async def test_live_websocket_turns_mute_update_and_close(
+    agent_server: ServerProcess, speech: Callable[[str], Path], whisper: object
+) -> None:
+    sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
+    async with sdk.live.connect() as conn:
+        await conn.session.start(
+            session={"model": "gpt-live-1", "instructions": "Answer in one short sentence.",
+                     "audio": {"format": {"type": "audio/pcm", "rate": RATE},
+                               "output": {"voice": "marin"}}},
+            event_id="evt_start",
+        )  # fmt: skip
+        started = (await events_until(conn, "session.started"))[-1]
+        assert started.client_event_id == "evt_start"
+        assert started.session.instructions == "Answer in one short sentence."
+        assert started.session.audio.format.rate == RATE
+
+        await conn.session.update(
+            session={"delegation": {"type": "client", "acknowledgement_delay_ms": 250}}
+        )
+        updated = (await events_until(conn, "session.updated"))[-1]
+        assert updated.session.delegation.acknowledgement_delay_ms == 250
+
+        # Muted, the agent hears silence: the story request is never a turn.
+        await conn.session.input_audio.mute(event_id="evt_mute")
+        assert (await events_until(conn, "session.input_audio.muted"))[-1].client_event_id == (
+            "evt_mute"
+        )
+        await say(conn, load_wav(str(speech(MUTED)), rate=RATE))
+        await conn.session.input_audio.unmute()
+        await events_until(conn, "session.input_audio.unmuted")
+
+        # A spoken turn: its transcript, then the reply as audio and words.
+        await say(conn, load_wav(str(speech(QUESTION)), rate=RATE))
+        seen = await events_until(conn, "session.usage.updated")
+        heard = [e for e in seen if e.type == "session.input_transcript.delta"]
+        assert len(heard) == 1, [e.delta for e in heard]
+        assert word_error_rate(QUESTION, heard[0].delta) <= 0.25, heard[0].delta
+        assert heard[0].start_ms < heard[0].end_ms
+        audio, words = spoken(seen)
+        assert rms_db(audio) > -50 and words.strip()
+        said = transcribe(whisper, audio, RATE)
+        assert word_error_rate(words, said) <= 0.5, (words, said)
+
+        # Commentary is spoken: the Live way to have the agent say something.
+        await conn.session.commentary.append(
+            content="The kitchen lights are now on.", delegation_id=None, event_id="evt_c"
+        )
+        seen = await events_until(conn, "session.usage.updated")
+        acked = [e for e in seen if e.type == "session.commentary.appended"]
+        assert acked and acked[0].client_event_id == "evt_c"
+        audio, words = spoken(seen)
+        assert rms_db(audio) > -50 and words.strip()
+
+        await conn.session.close()
+        closed = (await events_until(conn, "session.closed"))[-1]
+        assert closed.reason == "close_requested" and closed.usage.seconds > 1
+    async with httpx.AsyncClient(timeout=5) as http:
+        pool = (await http.get(f"{agent_server.url}/v1/pool")).json()
+    assert pool["in_use"] == 0, "session.close freed the slot"
+    await sdk.close()
+
+
+async def test_live_webrtc_with_a_sideband_then_hangup(
+    agent_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
+    peer = AgentClient(agent_server.url)
+    try:
+        created = await sdk.live.create(
+            session={"model": "gpt-live-1", "instructions": "Answer in one short sentence."},
+            transport={"type": "webrtc", "sdp": await peer.offer()},
+        )
+        session_id = created.session.id
+        assert created.transport.sdp.startswith("v=0")
+        await peer.accept({"session_id": session_id, "sdp": created.transport.sdp})
+        started = await peer.wait_for("session.started", timeout_s=20)
+        assert started["session"]["id"] == session_id
+
+        async with sdk.live.sideband.connect(session_id=session_id) as sideband:
+            first = SIDEBAND_EVENT.validate_json(await sideband.recv_bytes())
+            assert first.type == "session.updated" and first.session.id == session_id
+            # The sideband's command is acknowledged (to everyone: it changes the session).
+            await sideband.session.instructions.append(
+                content="Be cheerful.", delegation_id=None, event_id="evt_side"
+            )
+            acked = SIDEBAND_EVENT.validate_json(await sideband.recv_bytes())
+            assert acked.type == "session.instructions.appended"
+            assert acked.client_event_id == "evt_side"
+
+            # A spoken turn on the media track: the peer hears the answer, and the
+            # sideband reads the same transcripts.
+            asked_at = asyncio.get_running_loop().time()
+            peer.mic.say(load_wav(str(speech(QUESTION))))
+            heard = await peer.wait_for("session.input_transcript.delta", timeout_s=60)
+            assert word_error_rate(QUESTION, heard["delta"]) <= 0.25
+            await peer.wait_for("session.usage.updated", timeout_s=120)
+            said = "".join(e["delta"] for e in peer.of_type("session.output_transcript.delta"))
+            assert said.strip()
+            assert rms_db(peer.recording.audio(since=asked_at)) > -50, "the answer was heard"
+            sideband_saw = []
+            while (event := SIDEBAND_EVENT.validate_json(await sideband.recv_bytes())).type != (
+                "session.usage.updated"
+            ):
+                sideband_saw.append(event)
+            sideband_heard = [
+                e.delta for e in sideband_saw if e.type == "session.input_transcript.delta"
+            ]
+            assert sideband_heard == [heard["delta"]]
+        for _, event in peer.events:
+            SERVER_EVENT.validate_python(event)
+        assert peer.of_type("session.instructions.appended")[0]["client_event_id"] == "evt_side"
+
+        await sdk.live.sessions.hangup(session_id)
+        async with httpx.AsyncClient(timeout=5) as http:
+            pool = (await http.get(f"{agent_server.url}/v1/pool")).json()
+        assert pool["in_use"] == 0, "hanging up freed the slot"
+        with pytest.raises(Exception, match="404"):
+            await sdk.live.sessions.hangup(session_id)
+    finally:
+        await peer.close()
+        await sdk.close()
+
+
+async def test_live_bad_input_and_a_full_pool(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server("--agent", "echo", "--max-sessions", "1")
+    url = server.url.replace("http://", "ws://") + "/live/sessions"
+
+    async def answer(ws: Any, event: Any) -> dict[str, Any]:
+        await ws.send(event if isinstance(event, str) else json.dumps(event))
+        reply = json.loads(await ws.recv())
+        SERVER_EVENT.validate_python(reply)
+        return reply
+
+    def code(reply: dict[str, Any]) -> tuple[str, str | None]:
+        assert reply["type"] == "error", reply
+        return reply["error"]["code"], reply["error"].get("param")
+
+    async with websockets.connect(url) as ws:
+        # Before session.start: each mistake is named, and the socket waits for a start.
+        assert code(await answer(ws, "{oops")) == ("invalid_json", None)
+        append = {"type": "session.input_audio.append", "audio": "AAAA"}
+        assert code(await answer(ws, append))[0] == "session_not_started"
+        assert code(await answer(ws, {"type": "session.start", "session": {}})) == (
+            "invalid_value", "session.model")  # fmt: skip
+        bad_rate = {"model": "m", "audio": {"format": {"type": "audio/pcm", "rate": 44100}}}
+        reply = await answer(ws, {"type": "session.start", "session": bad_rate, "event_id": "e1"})
+        assert code(reply) == ("invalid_value", "session.audio.format.rate")
+        assert reply["error"]["client_event_id"] == "e1"
+        start = {"type": "session.start", "session": {"model": "m"}}
+        assert (await answer(ws, start))["type"] == "session.started"
+
+        # Started: more mistakes, each answered, and the session goes on.
+        assert code(await answer(ws, start))[0] == "session_already_started"
+        assert code(await answer(ws, {"type": "no.such.event"})) == ("unknown_event", "type")
+        assert code(await answer(ws, {"type": "response.create"}))[0] == "invalid_request"
+        assert code(await answer(ws, {"type": "session.input_audio.append", "audio": "A"})) == (
+            "invalid_audio", "audio")  # fmt: skip
+        switch = {"type": "session.update", "session": {"delegation": {"type": "responses"}}}
+        assert code(await answer(ws, switch)) == ("immutable_field_update",
+                                                  "session.delegation.type")  # fmt: skip
+        reply = await answer(ws, {"type": "session.input_audio.mute"})
+        assert reply["type"] == "session.input_audio.muted", "the session went on"
+
+        # The one slot is taken: a second client's start is told so, then closed (1008).
+        async with websockets.connect(url) as refused:
+            reply = await answer(refused, start)
+            assert reply["type"] == "error" and reply["error"]["code"] == "session_limit_reached"
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await refused.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        for _ in range(100):  # the closed session's slot is freed as its call ends
+            if (await http.get("/v1/pool")).json()["in_use"] == 0:
+                break
+            await asyncio.sleep(0.1)
+        response = await http.post("/live/sessions", json={"session": {"model": "m"}})
+        assert response.status_code == 400 and "transport" in response.json()["error"]["message"]
+        response = await http.post(
+            "/live/sessions",
+            json={"session": {"model": "m"}, "transport": {"type": "webrtc", "sdp": "hello"}},
+        )
+        assert response.status_code == 400, response.text
+        response = await http.post("/live/sessions/sess_x/refer", json={"target_uri": "tel:1"})
+        assert response.status_code == 501 and "refer" in response.json()["error"]["message"]
+    async with websockets.connect(url + "/sess_unknown/attach") as stranger:
+        reply = json.loads(await stranger.recv())
+        assert reply["error"]["code"] == "session_not_found"
