@@ -47,6 +47,7 @@ def live_dialect(
             initial=config.input,
             stop=lambda: calls.stop(session_id, "close_requested"),
             started_by=started_by,
+            delegation=config.delegation,
             max_append_s=limits.append_audio_s,
         )
 

@@ -39,17 +39,19 @@ class AudioIn:
         return len(audio) * 3 / 4 / self._bytes_per_s
 
     def pcm16k(self, audio: str) -> bytes:
+        return self._resampler.pcm(np.frombuffer(self.raw(audio), dtype=np.int16), self.rate)
+
+    def raw(self, audio: str) -> bytes:
+        """An append's audio as s16 PCM at its own rate (BadAudio if it is not audio)."""
         try:
             data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise BadAudio(f"audio is not valid base64: {exc}") from exc
         if self._law is not None:
-            pcm = g711.decode(data, self._law)
-        elif len(data) % 2:
+            return g711.decode(data, self._law)
+        if len(data) % 2:
             raise BadAudio("audio has an odd number of bytes: expected pcm16 (2 bytes a sample)")
-        else:
-            pcm = data
-        return self._resampler.pcm(np.frombuffer(pcm, dtype=np.int16), self.rate)
+        return data
 
 
 class AudioOut:

@@ -81,13 +81,24 @@ class Close(_Event):
     type: Literal["session.close"]
 
 
-class NeedsBackend(_Event):
-    """Commands for a Responses or Decisions backend, which this server does not run."""
+class ResponseCreate(_Event):
+    """The Responses backend answers its conversation (Responses delegation)."""
 
-    type: Literal[
-        "response.create", "response.item.create", "decision.create", "decision.item.create",
-        "decision.item.delete",
-    ]  # fmt: skip
+    type: Literal["response.create"]
+
+
+class ResponseItemCreate(_Event):
+    """An item for the Responses backend's conversation: a message, or a function call's
+    output (checked by the delegation)."""
+
+    type: Literal["response.item.create"]
+    item: dict[str, Any]
+
+
+class Decisions(_Event):
+    """Commands for a Decisions backend, which this server does not run."""
+
+    type: Literal["decision.create", "decision.item.create", "decision.item.delete"]
 
 
 class FixturePlay(_Event):
@@ -102,27 +113,20 @@ class DtmfSend(_Event):
 
 ClientCommand = Annotated[
     Start | Update | AudioAppend | Mute | Unmute | InstructionsAppend | ThinkingAppend
-    | CommentaryAppend | Close | NeedsBackend | FixturePlay | DtmfSend,
+    | CommentaryAppend | Close | ResponseCreate | ResponseItemCreate | Decisions | FixturePlay
+    | DtmfSend,
     Field(discriminator="type"),
 ]  # fmt: skip
 
 _ADAPTER: TypeAdapter[ClientCommand] = TypeAdapter(ClientCommand)
+COMMANDS = (
+    Start, Update, AudioAppend, Mute, Unmute, InstructionsAppend, ThinkingAppend,
+    CommentaryAppend, Close, ResponseCreate, ResponseItemCreate, Decisions, FixturePlay,
+    DtmfSend,
+)  # fmt: skip
 KNOWN = sorted(
     kind
-    for model in (
-        Start,
-        Update,
-        AudioAppend,
-        Mute,
-        Unmute,
-        InstructionsAppend,
-        ThinkingAppend,
-        CommentaryAppend,
-        Close,
-        NeedsBackend,
-        FixturePlay,
-        DtmfSend,
-    )  # fmt: skip
+    for model in COMMANDS
     for kind in model.model_fields["type"].annotation.__args__  # type: ignore[union-attr]
 )
 

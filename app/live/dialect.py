@@ -14,19 +14,25 @@ too (Live tells a client nothing to truncate).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
-from app.events.audio import AudioIn, AudioOut, BadAudio
+from app.events.audio import SPOKEN_RATE, AudioIn, AudioOut, BadAudio
 from app.events.channel import Broadcast, Event, EventChannel, as_json, decode
 from app.live import client_events as cmd
 from app.live import server_events as events
-from app.live.session_config import PARAMS, InitialItem, describe
+from app.live.delegation import Delegations
+from app.live.session_config import (
+    PARAMS,
+    Delegation,
+    InitialItem,
+    StartProblem,
+    describe,
+    describe_delegation,
+)
 from app.session import messages as msg
 from app.session import refusals
 from app.session.session import Session
@@ -35,12 +41,11 @@ from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
 log = logging.getLogger(__name__)
 
 APPEND_STEP_BYTES = BYTES_PER_S  # an append reaches the turn detector a second at a time
-PENDING_COMMENTARY = 8  # commentary waiting for the agent to finish speaking
+FIXTURE_MAX_S = 30.0  # Live's limit on a fixture's audio
 # What each kind of appended context becomes in the conversation the LLM reads.
 CONTEXT = {
     "session.instructions.append": "{}",
     "session.thinking.append": "Background for you, not to be read out: {}",
-    "session.commentary.append": "Tell the user this now, in your own words: {}",
 }
 ROLES: dict[str, Any] = {"developer": "system", "user": "user", "assistant": "assistant"}
 
@@ -56,12 +61,14 @@ class LiveDialect:
         initial: Sequence[InitialItem] = (),
         stop: Callable[[], None] = lambda: None,
         started_by: str | None = None,
+        delegation: Delegation | None = None,
         max_append_s: float = 60.0,
     ) -> None:
         """`audio`: a WebSocket's formats in and out (None over WebRTC or SIP, whose audio
         is on a track). `initial`: the start config's text history. `stop`: ends the
         call, for session.close. `started_by`: the id of the session.start event that
-        made it, if it had one. `max_append_s`: the most audio one append may carry."""
+        made it, if it had one. `delegation`: what the start config named (None: client,
+        with no delegate tool). `max_append_s`: the most audio one append may carry."""
         self._out = Broadcast(channel, _too_large)
         self._channel = channel
         self._model = model
@@ -70,11 +77,12 @@ class LiveDialect:
         self._max_append_s = max_append_s
         self._session: Session | None = None
         self._began = time.monotonic()
-        self._muted = False
+        self._muted = False  # by the client
+        self._fixture: tuple[str, str | None] | None = None  # playing: (response id, event id)
         # An utterance's item id: when it began and ended on the timeline (ms).
         self._spans: dict[str, tuple[int, int | None]] = {}
-        self._pending: deque[str] = deque(maxlen=PENDING_COMMENTARY)
-        self._ack_delay_ms: int | None = None
+        self._delegation = delegation
+        self._delegations: Delegations | None = None
         self._initial = list(initial)
         self._stop = stop
         self._started_by = started_by
@@ -82,6 +90,9 @@ class LiveDialect:
     def attach(self, session: Session) -> None:
         """Bind the session; the start config's text history goes into it now."""
         self._session = session
+        self._delegations = Delegations(
+            session, self._delegation, send=self._send, speak=self._commentary, now_ms=self.now_ms
+        )
         for item in self._initial:
             session.items.add(ROLES[item.role], item.content[0].text)
 
@@ -89,6 +100,11 @@ class LiveDialect:
     def session(self) -> Session:
         assert self._session is not None, "attach() a session first"
         return self._session
+
+    @property
+    def delegations(self) -> Delegations:
+        assert self._delegations is not None, "attach() a session first"
+        return self._delegations
 
     def now_ms(self) -> int:
         """Where the session is on its timeline: the wall clock since it began, or as far
@@ -140,6 +156,8 @@ class LiveDialect:
             self._refuse(sender, str(exc), exc.code, exc.param, client_event_id)
         except BadAudio as exc:
             self._refuse(sender, str(exc), "invalid_audio", "audio", client_event_id)
+        except StartProblem as exc:
+            self._refuse(sender, str(exc), "invalid_value", exc.param, client_event_id)
         except refusals.OptionError as exc:
             param = PARAMS.get(exc.option, exc.option)
             self._refuse(sender, str(exc), "invalid_value", param, client_event_id)
@@ -152,6 +170,8 @@ class LiveDialect:
 
     def call_ended(self, code: str, message: str) -> None:
         """The last event: why the session closed, and what it used."""
+        if self._delegations is not None:
+            self._delegations.close()
         self._send(events.closed(self._describe(), code, self._seconds()))
 
     # --- the session's side
@@ -172,10 +192,15 @@ class LiveDialect:
             case msg.ClauseSpoken(delta=delta):
                 at = self.now_ms()
                 self._send(events.output_transcript(delta, at, at))
-            case msg.ReplyEnded():
+            case msg.ReplyEnded(response_id=response_id, status=status):
+                self.delegations.take(message)
+                if self._fixture is not None and self._fixture[0] == response_id:
+                    if status == "completed":
+                        self._send(events.acknowledged(
+                            "session.output_audio.fixture.played", self._fixture[1]))  # fmt: skip
+                    self._fixture = None
+                    self._hear()
                 self._send(events.usage(self._seconds()))
-                if self._pending:
-                    self._speak(self._pending.popleft())
             case msg.KeyPressed(key):
                 for watcher in self._out.watchers:  # Live tells only the sideband
                     self._send(events.dtmf_received(key), to=watcher)
@@ -200,32 +225,31 @@ class LiveDialect:
                     "session_already_started",
                 )
             case cmd.Update(session=update):
-                delegation = update.delegation
-                if delegation is not None and delegation.type != "client":
-                    raise cmd.BadEvent(
-                        "the delegation type cannot change (this session's is client)",
-                        "immutable_field_update",
-                        "session.delegation.type",
-                    )
-                if delegation is not None and delegation.acknowledgement_delay_ms is not None:
-                    self._ack_delay_ms = delegation.acknowledgement_delay_ms
+                if update.delegation is not None:
+                    self.delegations.update(update.delegation)
                 self._send(events.updated(self._describe(), client_event_id))
             case cmd.Mute() | cmd.Unmute():
                 self._muted = isinstance(command, cmd.Mute)
+                self._hear()
                 kind = "muted" if self._muted else "unmuted"
                 self._send(events.acknowledged(f"session.input_audio.{kind}", client_event_id))
             case cmd.InstructionsAppend() | cmd.ThinkingAppend() | cmd.CommentaryAppend():
                 self._context(command, client_event_id)
             case cmd.Close():
                 self._stop()
-            case cmd.NeedsBackend(type=kind):
-                owner = "Decisions" if kind.startswith("decision.") else "Responses"
+            case cmd.ResponseCreate():
+                self.delegations.create_response()
+            case cmd.ResponseItemCreate(item=item):
+                self.delegations.add_item(item)
+            case cmd.Decisions(type=kind):
                 raise cmd.BadEvent(
-                    f"{kind} requires {owner} delegation, which this server does not run",
+                    f"{kind} requires Decisions delegation, which this server does not run",
                     "invalid_request",
                     "type",
                 )
-            case cmd.FixturePlay() | cmd.DtmfSend():
+            case cmd.FixturePlay(audio=audio):
+                self._play_fixture(audio, client_event_id)
+            case cmd.DtmfSend():
                 raise cmd.BadEvent(
                     f"{command.type} is not supported by this server yet", "unsupported", "type"
                 )
@@ -236,23 +260,38 @@ class LiveDialect:
         command: cmd.InstructionsAppend | cmd.ThinkingAppend | cmd.CommentaryAppend,
         client_event_id: str | None,
     ) -> None:
-        text = CONTEXT[command.type].format(command.content)
+        self.delegations.appended(command.type, command.delegation_id)
         if isinstance(command, cmd.CommentaryAppend):
-            if self.session.busy:
-                self._pending.append(text)  # spoken once the agent has finished
-            else:
-                self._speak(text)
+            self._commentary(command.content)
         else:
-            self.session.items.add("system", text)
+            self.session.items.add("system", CONTEXT[command.type].format(command.content))
         kind = command.type.removesuffix(".append") + ".appended"
         self._send(events.appended(kind, self.now_ms(), client_event_id))
 
-    def _speak(self, text: str) -> None:
-        self.session.items.add("system", text)
-        try:
-            self.session.create_response()
-        except refusals.Refused as exc:  # the echo agent, or a turn that just began
-            log.info("commentary kept, not spoken: %s", exc, extra={"session_id": self.session.id})
+    def _commentary(self, content: str) -> None:
+        """Something for the agent to tell the user: said as it is, after whatever it is
+        saying now. (Reworded by SmolLM2, a result came out as "I'm ready to help".)"""
+        self.session.announce(text=content)
+
+    def _play_fixture(self, audio: str, client_event_id: str | None) -> None:
+        """A client's clip, played in place of the agent's speech; the agent hears
+        silence until it has played."""
+        if self._fixture is not None:
+            raise cmd.BadEvent("a fixture is already playing", "invalid_request")
+        clip = AudioIn("audio/pcm", SPOKEN_RATE)
+        if clip.seconds(audio) > FIXTURE_MAX_S + 0.1:
+            raise BadAudio(f"a fixture is at most {FIXTURE_MAX_S:g} s of 24 kHz pcm16")
+        pcm = clip.raw(audio)
+        if self.session.reply is not None:
+            with contextlib.suppress(refusals.Refused):
+                self.session.cancel_response()
+        self._fixture = (self.session.announce(audio24k=pcm), client_event_id)
+        self._hear()
+        self._send(events.acknowledged("session.output_audio.fixture.playing", client_event_id))
+
+    def _hear(self) -> None:
+        """The agent hears silence while the client has muted it, or a fixture plays."""
+        self.session.muted = self._muted or self._fixture is not None
 
     def _append(self, audio: str) -> Iterator[None]:
         """An append's audio to the turn detector, a step at a time (silence while muted)."""
@@ -268,8 +307,6 @@ class LiveDialect:
                 "one (limits.append_audio_s): send it in smaller appends"
             )
         pcm = decoder.pcm16k(audio)
-        if self._muted:
-            pcm = np.zeros(len(pcm) // 2, dtype=np.int16).tobytes()
         for offset in range(0, len(pcm), APPEND_STEP_BYTES):
             if offset:
                 yield
@@ -282,9 +319,7 @@ class LiveDialect:
         audio_format = None
         if self._audio is not None:
             audio_format = (self._audio[0].name, self._audio[0].rate)
-        delegation: dict[str, Any] = {"type": "client"}
-        if self._ack_delay_ms is not None:
-            delegation["acknowledgement_delay_ms"] = self._ack_delay_ms
+        delegation = describe_delegation(self.delegations.config) or {"type": "client"}
         return describe(
             self.session.options,
             self.session.id,

@@ -91,3 +91,20 @@ def error(
     if client_event_id is not None:
         body["client_event_id"] = client_event_id
     return _event("error", client_event_id, error=body)
+
+
+def delegation_created(
+    delegation_id: str, target: str, at_ms: int, task: str, response_id: str | None = None
+) -> Event:
+    """`delegation.task`, what the agent asked for, is ours: Live's event carries none,
+    and a client would have to guess it from the transcript."""
+    delegation: dict[str, Any] = {"id": delegation_id, "type": "delegation", "target": target,
+                                  "task": task}  # fmt: skip
+    if response_id is not None:
+        delegation["response_id"] = response_id
+    return _event("session.delegation.created", delegation=delegation, offset_ms=at_ms)
+
+
+def response_event(nested: dict[str, Any], delegation_id: str | None) -> Event:
+    """A Responses backend's streaming event, in Live's envelope."""
+    return _event("response.event", event=nested, delegation_id=delegation_id)

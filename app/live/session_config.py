@@ -59,9 +59,20 @@ class InitialItem(_Part):
     content: list[TextPart] = Field(min_length=1, max_length=1)
 
 
+class ResponsesBackend(_Part):
+    """Responses delegation's backend: run here, on the server's LLM."""
+
+    model: str | None = None  # told back; the server's LLM answers
+    instructions: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+
+
 class Delegation(_Part):
     type: Literal["client", "responses", "decisions"]
-    acknowledgement_delay_ms: int | None = Field(default=None, ge=0)
+    acknowledgement_delay_ms: int | None = Field(default=None, ge=0, le=60_000)
+    responses: ResponsesBackend | None = None
 
 
 class SessionConfig(_Part):
@@ -90,19 +101,66 @@ class StartProblem(ValueError):
         self.param = param
 
 
+# The tool the voice's LLM calls to hand a task over, in a session that names its
+# delegation: to the client, or to the Responses backend run here.
+DELEGATE = "delegate"
+# It takes no arguments: the task is what the user asked. A small model told to write the
+# task out ran on (SmolLM2 wrote "deploying.yml.yml.yml..." to its token limit).
+DELEGATE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": DELEGATE,
+        "description": "Hand the user's request to a helper who can look things up, check "
+        "systems and take actions; the helper answers later.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
 def to_changes(config: SessionConfig, voices: tuple[str, ...]) -> OptionChanges:
     """The session options a start config asks for (StartProblem for what cannot be)."""
-    if config.delegation is not None and config.delegation.type != "client":
-        raise StartProblem(
-            f"{config.delegation.type} delegation is not available on this server; "
-            "use client delegation (the default)",
-            "session.delegation.type",
-        )
+    delegation = config.delegation
+    if delegation is not None:
+        check_delegation(delegation)
     voice = config.audio.output.voice if config.audio and config.audio.output else None
     return OptionChanges(
         instructions=config.instructions if (config.instructions or "").strip() else None,
         voice=_voice(voice, voices),
+        # Only a session that names its delegation gets the tool: a small model offered
+        # one hands over questions it could answer itself.
+        tools=(DELEGATE_TOOL,) if delegation is not None else None,
+        tool_choice="auto" if delegation is not None else None,
     )
+
+
+def check_delegation(delegation: Delegation) -> None:
+    """StartProblem for a delegation this server cannot run."""
+    if delegation.type == "decisions":
+        raise StartProblem(
+            "decisions delegation is not available on this server; use client or responses",
+            "session.delegation.type",
+        )
+    if delegation.type == "responses":
+        if delegation.responses is None:
+            raise StartProblem(
+                "responses delegation needs its backend: delegation.responses",
+                "session.delegation.responses",
+            )
+        backend_tools(delegation.responses)
+
+
+def backend_tools(backend: ResponsesBackend) -> list[dict[str, Any]]:
+    """The backend's function tools as chat tools (StartProblem for any other kind)."""
+    tools = []
+    for n, tool in enumerate(backend.tools or []):
+        if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
+            raise StartProblem(
+                f"only function tools run on this server's backend, not {tool.get('type')!r}",
+                f"session.delegation.responses.tools[{n}]",
+            )
+        function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
+        tools.append({"type": "function", "function": function})
+    return tools
 
 
 def _voice(asked: str | CustomVoice | None, voices: tuple[str, ...]) -> str | None:
@@ -137,6 +195,16 @@ def audio_format(config: SessionConfig) -> tuple[FormatName, int]:
     return asked.type, 8_000
 
 
+def describe_delegation(delegation: Delegation | None) -> dict[str, Any] | None:
+    if delegation is None:
+        return None
+    described = delegation.model_dump(exclude_none=True)
+    if delegation.responses is not None:
+        described["responses"] = delegation.responses.model_dump(exclude_none=True)
+        described["responses"].setdefault("model", "server")
+    return described
+
+
 def describe(
     options: SessionOptions,
     session_id: str,
@@ -144,7 +212,7 @@ def describe(
     *,
     expires_at: float,
     audio_format: tuple[FormatName, int] | None,
-    delegation: dict[str, Any],
+    delegation: dict[str, Any] | None,
     initial: list[InitialItem],
 ) -> dict[str, Any]:
     """The `SessionResource` of a Live session. `audio_format`: a WebSocket's (None over

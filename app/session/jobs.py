@@ -1,4 +1,5 @@
-"""Work waiting for the agent: a user's turn to answer, or a client's request for a reply.
+"""Work waiting for the agent: a user's turn to answer, a client's request for a reply,
+or something to say or play as it is.
 
 A turn may start being answered before it has ended (speculation, see
 `vad.speculative_ms`): transcription, generation and the first synthesis run,
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from app.agent.timings import TurnTimings
+from app.ids import new_id
 from app.session.speaking.reply import Reply
 from app.vocab.speech import Transcript
 
@@ -83,3 +85,14 @@ class ReplyRequest(Job):
         super().__init__(session_id, TurnTimings())
         self.instructions = instructions  # replaces the session's for this reply
         self.nudge = nudge
+
+
+class Announcement(Job):
+    """What the agent says as it is (`text`, through the voice), or audio it plays as it
+    is (`audio24k`, 24 kHz PCM from a client), in place of a reply it would make."""
+
+    def __init__(self, session_id: str, *, text: str = "", audio24k: bytes | None = None) -> None:
+        super().__init__(session_id, TurnTimings())
+        self.text = text
+        self.audio24k = audio24k
+        self.response_id = new_id("resp")  # the reply's, known before it starts

@@ -20,7 +20,7 @@ from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
 from app.session.history import History, Message
 from app.session.items import Items
-from app.session.jobs import Job, ReplyRequest, UserTurn
+from app.session.jobs import Announcement, Job, ReplyRequest, UserTurn
 from app.session.listening.idle import IdleTimeout
 from app.session.listening.interruption import InterruptionCallbacks, Interruptions
 from app.session.listening.keypad import KEYS, Keypad, entry_text
@@ -42,6 +42,7 @@ from app.session.refusals import (
 )
 from app.session.speaking.answer import Answerer
 from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.backend import Backend
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.tasks import CloseOnce, cancel_task, spawn
@@ -100,6 +101,7 @@ class Session:
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
         self.usage = Usage()
+        self.backend = Backend(session_id, responder, self.usage)
         self.items = Items(self.history, emit, lambda: self.reply, settings.limits)
         callbacks = TurnCallbacks(
             started=self._speech_started,
@@ -155,6 +157,7 @@ class Session:
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
+        self.muted = False  # the client muted its input: the agent hears silence
 
     # --- lifecycle
 
@@ -207,6 +210,8 @@ class Session:
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         self.usage.audio_in_samples += len(pcm16k) // 2
+        if self.muted:  # heard as silence: the turn detector's clock goes on
+            pcm16k = bytes(len(pcm16k))
         heard, judged = self._front.process(pcm16k)
         if self.options.vad is None:
             self._manual.push(heard)
@@ -247,6 +252,13 @@ class Session:
         if self.busy:
             raise ResponseInProgress("a response is already in progress")
         self._enqueue(ReplyRequest(self.id, instructions))
+
+    def announce(self, text: str = "", audio24k: bytes | None = None) -> str:
+        """Say `text` as it is, or play `audio24k` (24 kHz mono s16), after any reply in
+        progress; the user may interrupt it like any reply. Returns its response id."""
+        job = Announcement(self.id, text=text, audio24k=audio24k)
+        self._enqueue(job)
+        return job.response_id
 
     def cancel_response(self, response_id: str | None = None) -> None:
         reply = self.reply

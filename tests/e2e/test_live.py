@@ -18,9 +18,11 @@ import websockets
 from openai import AsyncOpenAI
 from openai.resources.live.live import AsyncLiveConnection
 from openai.types.live import ConnectServerEvent, ServerEvent
+from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from app.audio.level import rms_db
+from app.live.delegation import ACKNOWLEDGE
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess
 from tests.support.speech import QUESTION, transcribe, word_error_rate
@@ -29,9 +31,16 @@ pytestmark = pytest.mark.e2e
 
 SERVER_EVENT: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
 SIDEBAND_EVENT: TypeAdapter[ConnectServerEvent] = TypeAdapter(ConnectServerEvent)
+RESPONSES_EVENT: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
 RATE = 24_000
 CHUNK = 2400  # 100 ms
 MUTED = "Tell me a long story about a cat."
+RECORDED = "This call may be recorded for training purposes."
+ASK_TO_CHECK = "Please check the deployment status of the staging environment."
+DELEGATING = (
+    "You are a voice assistant. You cannot look anything up yourself: when the user asks "
+    "you to check or look up something, delegate it."
+)
 
 
 async def events_until(conn: AsyncLiveConnection, kind: str) -> list[Any]:
@@ -114,6 +123,17 @@ async def test_live_websocket_turns_mute_update_and_close(
         assert acked and acked[0].client_event_id == "evt_c"
         audio, words = spoken(seen)
         assert rms_db(audio) > -50 and words.strip()
+
+        # A recorded clip, played as it is; the agent hears nothing while it plays.
+        clip = load_wav(str(speech(RECORDED)), rate=RATE)
+        await conn.session.output_audio.fixture.play(
+            audio=base64.b64encode(clip.tobytes()).decode(), event_id="evt_clip"
+        )
+        seen = await events_until(conn, "session.output_audio.fixture.played")
+        assert [e.client_event_id for e in seen if e.type.startswith("session.output_audio.fix")
+                ] == ["evt_clip", "evt_clip"]  # fmt: skip
+        audio, _ = spoken(seen)
+        assert word_error_rate(RECORDED, transcribe(whisper, audio, RATE)) <= 0.25
 
         await conn.session.close()
         closed = (await events_until(conn, "session.closed"))[-1]
@@ -250,3 +270,74 @@ async def test_live_bad_input_and_a_full_pool(start_server: Callable[..., Server
     async with websockets.connect(url + "/sess_unknown/attach") as stranger:
         reply = json.loads(await stranger.recv())
         assert reply["error"]["code"] == "session_not_found"
+
+
+async def start_delegating(conn: AsyncLiveConnection, delegation: dict[str, Any]) -> None:
+    await conn.session.start(
+        session={"model": "gpt-live-1", "instructions": DELEGATING, "delegation": delegation}
+    )
+    await events_until(conn, "session.started")
+
+
+async def test_live_client_delegation_round_trip(
+    steady_agent_server: ServerProcess, speech: Callable[[str], Path], whisper: object
+) -> None:
+    """The agent hands a look-up to the client, says it is on it, and speaks the answer
+    the client sends back for that delegation."""
+    sdk = AsyncOpenAI(base_url=steady_agent_server.url, api_key="sk-anything")
+    async with sdk.live.connect() as conn:
+        await start_delegating(conn, {"type": "client"})
+        await say(conn, load_wav(str(speech(ASK_TO_CHECK)), rate=RATE))
+        seen = await events_until(conn, "session.delegation.created")
+        heard = [e.delta for e in seen if e.type == "session.input_transcript.delta"]
+        delegation = seen[-1].delegation
+        assert delegation.target == "client"
+        assert delegation.model_extra["task"] == heard[0], "the task: what the user asked"
+        said = await events_until(conn, "session.usage.updated")  # the acknowledgement
+        answer = "Staging is healthy: all twelve services are up."
+        await conn.session.commentary.append(content=answer, delegation_id=delegation.id)
+        seen = said + await events_until(conn, "session.usage.updated")
+        while not [e for e in seen if e.type == "session.output_transcript.delta"
+                   and answer in e.delta]:  # fmt: skip
+            seen += await events_until(conn, "session.usage.updated")
+        told = [e.delta for e in seen if e.type == "session.output_transcript.delta"]
+        assert told[0] == ACKNOWLEDGE and told[-1] == answer
+        audio, _ = spoken(seen)
+        assert word_error_rate(ACKNOWLEDGE + " " + answer, transcribe(whisper, audio, RATE)) <= 0.3
+    await sdk.close()
+
+
+async def test_live_responses_delegation_answered_while_the_voice_speaks(
+    steady_agent_server: ServerProcess, speech: Callable[[str], Path]
+) -> None:
+    """The server runs the backend (a second call to its LLM, streamed as response.event)
+    while the voice says it is working on it; then the voice says the backend's answer."""
+    sdk = AsyncOpenAI(base_url=steady_agent_server.url, api_key="sk-anything")
+    backend = {"model": "backend", "instructions": "You check deployments. All are healthy."}
+    async with sdk.live.connect() as conn:
+        await start_delegating(conn, {"type": "responses", "responses": backend})
+        await say(conn, load_wav(str(speech(ASK_TO_CHECK)), rate=RATE))
+        seen = await events_until(conn, "session.delegation.created")
+        delegation = seen[-1].delegation
+        assert delegation.target == "responses" and delegation.response_id
+        backend_done: str | None = None
+        told: list[str] = []
+        while backend_done is None or backend_done not in told:
+            event = await events_until_one(conn)
+            if event.type == "response.event":
+                assert event.delegation_id == delegation.id
+                nested = RESPONSES_EVENT.validate_python(event.event)
+                if nested.type == "response.output_text.done":
+                    backend_done = nested.text
+            elif event.type == "session.output_transcript.delta":
+                told.append(event.delta)
+        assert told[0] == ACKNOWLEDGE, "the voice said it was on it first"
+        assert backend_done and told[-1] == backend_done
+    await sdk.close()
+
+
+async def events_until_one(conn: AsyncLiveConnection) -> Any:
+    raw = await asyncio.wait_for(conn.recv_bytes(), timeout=120)
+    event = SERVER_EVENT.validate_json(raw)
+    assert event.type != "error", raw
+    return event

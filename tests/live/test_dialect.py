@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,14 @@ from pydantic import TypeAdapter
 from app.events.audio import AudioIn, AudioOut
 from app.live.dialect import LiveDialect
 from app.live.session_config import (
+    Delegation,
     InitialItem,
     SessionConfig,
     StartProblem,
     audio_format,
     to_changes,
 )
-from tests.session.fakes import FakeLLM, make_session, noise, silence
+from tests.session.fakes import FakeLLM, FakeTTS, make_session, noise, silence
 
 SERVER_EVENT: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
 
@@ -40,7 +42,9 @@ class Client:
     """A Live dialect on a session with engine doubles, its audio over a WebSocket (pcm16
     at 16 kHz, so the test's audio goes in as it is)."""
 
-    def __init__(self, initial: list[InitialItem] = ()) -> None:  # type: ignore[assignment]
+    def __init__(
+        self, initial: Sequence[InitialItem] = (), delegation: Delegation | None = None
+    ) -> None:
         self.wire = Wire()
         self.stopped = 0
         self.dialect = LiveDialect(
@@ -51,10 +55,10 @@ class Client:
             initial=initial,
             stop=self._stop,
             started_by="evt_start",
+            delegation=delegation,
         )
         self.session, _, self.audio, self.engines = make_session(also=self.dialect.deliver)
         self.dialect.attach(self.session)
-        self.session.start()
 
     def _stop(self) -> None:
         self.stopped += 1
@@ -116,32 +120,63 @@ async def test_muted_audio_is_heard_as_silence() -> None:
     await client.session.close()
 
 
-async def test_context_appended_reaches_the_llm_and_commentary_waits_for_the_reply() -> None:
+async def test_context_reaches_the_llm_and_commentary_is_said_after_the_reply() -> None:
     client = Client([InitialItem(role="user", content=[{"text": "My name is Ada."}])])  # type: ignore[list-item]
-    llm = client.engines.llm
-    assert isinstance(llm, FakeLLM)
+    llm, tts = client.engines.llm, client.engines.tts
+    assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
     llm.hold_after = 2
     client.send({"type": "session.instructions.append", "content": "Speak French.",
                  "delegation_id": None, "event_id": "i1"})  # fmt: skip
     client.send({"type": "session.thinking.append", "content": "The user is in Paris.",
                  "delegation_id": None})  # fmt: skip
+    client.speak(noise(800) + silence(700))
+    for _ in range(300):  # the reply to the turn is on its way
+        if llm.prompts:
+            break
+        await asyncio.sleep(0.02)
     client.send({"type": "session.commentary.append", "content": "Your order shipped.",
                  "delegation_id": None, "event_id": "c1"})  # fmt: skip
-    # The first commentary is being spoken; a second waits for it to end.
-    await asyncio.sleep(0.2)
-    client.send({"type": "session.commentary.append", "content": "It arrives Friday.",
-                 "delegation_id": None, "event_id": "c2"})  # fmt: skip
-    assert [e["client_event_id"] for e in client.of("session.commentary.appended")] == ["c1", "c2"]
-    assert len(llm.prompts) == 1
+    assert client.of("session.commentary.appended")[0]["client_event_id"] == "c1"
     llm.release.set()
     await client.wait_for("session.usage.updated", count=2)
-    first, second = llm.prompts
-    texts = [m["content"] for m in first]
+    texts = [m["content"] for m in llm.prompts[0]]
     assert "My name is Ada." in texts and "Speak French." in texts
-    assert any("The user is in Paris." in t and "not to be read out" in t for t in texts)
-    assert any("Your order shipped." in t for t in texts)
-    assert any("It arrives Friday." in m["content"] for m in second)
+    assert any("The user is in Paris." in t and "not to be read out" in t for t in texts if t)
+    said = [text for text, _, _ in tts.spoken]
+    assert said[-1] == "Your order shipped.", "said as it is, once the reply was over"
+    assert len(llm.prompts) == 1, "no LLM was asked to word it"
+    told = [e["delta"] for e in client.of("session.output_transcript.delta")]
+    assert told[-1] == "Your order shipped."
     assert client.of("session.instructions.appended")[0]["client_event_id"] == "i1"
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_a_fixture_replaces_the_reply_and_mutes_the_input() -> None:
+    client = Client()
+    llm = client.engines.llm
+    assert isinstance(llm, FakeLLM)
+    llm.hold_after = 3
+    client.speak(noise(800) + silence(700))
+    for _ in range(300):
+        if client.session.reply is not None:
+            break
+        await asyncio.sleep(0.02)
+    clip = (np.sin(np.arange(12_000) * 2 * np.pi * 440 / 24_000) * 6000).astype(np.int16)
+    client.send({"type": "session.output_audio.fixture.play", "event_id": "f1",
+                 "audio": base64.b64encode(clip.tobytes()).decode()})  # fmt: skip
+    assert client.of("session.output_audio.fixture.playing")[0]["client_event_id"] == "f1"
+    assert client.session.muted, "the agent hears nothing while it plays"
+    client.send({"type": "session.output_audio.fixture.play", "audio": "AAAA"})
+    assert client.of("error")[-1]["error"]["message"] == "a fixture is already playing"
+    heard_before = len(client.engines.stt.heard)  # type: ignore[attr-defined]
+    client.speak(noise(300))  # dropped: not a turn
+    await client.wait_for("session.output_audio.fixture.played")
+    assert client.of("session.output_audio.fixture.played")[0]["client_event_id"] == "f1"
+    assert not client.session.muted
+    assert len(client.engines.stt.heard) == heard_before  # type: ignore[attr-defined]
+    # The agent's reply was cut for it: its LLM stream was closed early.
+    assert llm.closed_early == 1
     client.assert_sdk_parses()
     await client.session.close()
 
@@ -153,7 +188,7 @@ async def test_refusals_name_the_event_and_the_session_goes_on() -> None:
     client.send({"type": "response.item.create", "item": {}})
     client.send({"type": "session.commentary.append", "content": "", "delegation_id": None})
     client.send({"type": "session.input_audio.append", "audio": "%%%"})
-    client.send({"type": "session.output_audio.fixture.play", "audio": ""})
+    client.send({"type": "session.output_audio.fixture.play", "audio": "AAA"})
     codes = [(e["error"]["code"], e["error"].get("param")) for e in client.of("error")]
     assert codes == [
         ("invalid_json", None),
@@ -161,7 +196,7 @@ async def test_refusals_name_the_event_and_the_session_goes_on() -> None:
         ("invalid_request", "type"),
         ("invalid_value", "content"),
         ("invalid_audio", "audio"),
-        ("unsupported", "type"),
+        ("invalid_audio", "audio"),
     ]
     assert client.of("error")[1]["client_event_id"] == "s2"
     client.send({"type": "session.close"})

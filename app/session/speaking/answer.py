@@ -12,12 +12,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import numpy as np
+
 from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
 from app.session.history import ConversationTooLong, History, Message
-from app.session.jobs import Job, ReplyRequest, UserTurn
+from app.session.jobs import Announcement, Job, ReplyRequest, UserTurn
 from app.session.options import SessionOptions
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
@@ -29,6 +31,7 @@ from app.vocab.speech import Transcript
 
 log = logging.getLogger(__name__)
 
+ANNOUNCED_RATE = 24_000  # a client's audio to play: 24 kHz PCM, as Live's fixtures are
 # What the agent is told when the user has been quiet for the idle timeout.
 NUDGE = "The user has said nothing for a while. Invite them, briefly, to go on."
 
@@ -69,6 +72,8 @@ class Answerer:
             await self._answer_turn(job, options)
         elif isinstance(job, ReplyRequest):
             await self._reply(job, options)
+        elif isinstance(job, Announcement):
+            await self._announce(job, options)
 
     def report(self, task: asyncio.Task[None]) -> None:
         """A job's task is over: tell the client if it failed outside a reply."""
@@ -183,17 +188,7 @@ class Answerer:
         prompt: Callable[[], list[ChatMessage]],
     ) -> None:
         """Speak (or write) a reply for `job`; `turn`, if any, must end before it shows."""
-        assert job.task is not None, "a job is answered in its own task"
-        reply = job.reply = Reply(
-            self._session_id,
-            task=job.task,
-            audio=self._audio,
-            history=self._history,
-            emit=self._emit,
-            timings=job.timings,
-            modality="text" if options.text_only else "audio",
-            usage=self._usage,
-        )
+        reply = self._new_reply(job, "text" if options.text_only else "audio")
         when_ended: Callable[[Callable[[], None]], None] = (
             turn.when_ended if turn is not None else lambda action: action()
         )
@@ -235,6 +230,47 @@ class Answerer:
             await _ended(turn)
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
+        await reply.finish_playing(failure)
+
+    def _new_reply(self, job: Job, modality: msg.Modality, response_id: str | None = None) -> Reply:
+        assert job.task is not None, "a job is answered in its own task"
+        job.reply = Reply(
+            self._session_id,
+            task=job.task,
+            audio=self._audio,
+            history=self._history,
+            emit=self._emit,
+            timings=job.timings,
+            modality=modality,
+            usage=self._usage,
+            response_id=response_id,
+        )
+        return job.reply
+
+    async def _announce(self, job: Announcement, options: SessionOptions) -> None:
+        """Say the job's text as it is, or play its audio: a reply with no LLM."""
+        reply = self._new_reply(job, "audio", job.response_id)
+        reply.open()
+        failure: str | None = None
+        resampler = Resampler(reply.rate)
+        try:
+            if job.audio24k is not None:
+                samples = np.frombuffer(job.audio24k, dtype=np.int16)
+                await reply.play(resampler.pcm(samples, ANNOUNCED_RATE))
+            else:
+                speech = await self._responder.say(
+                    job.text, self._voice(options), options.speed, self.language
+                )
+                if speech is not None:
+                    await reply.play(resampler.pcm(speech.samples, speech.rate), job.text)
+            await reply.play(resampler.flush())
+        except asyncio.CancelledError:
+            reply.interrupt("client_cancelled")  # a no-op if that is what cancelled us
+            raise
+        except EngineError as exc:
+            log.error("announcement failed: %s", exc, extra={"session_id": self._session_id})
+            self._emit(msg.Problem(exc.code, str(exc)))
+            failure = str(exc)
         await reply.finish_playing(failure)
 
     async def _say_fallback(self, reply: Reply, options: SessionOptions) -> None:

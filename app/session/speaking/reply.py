@@ -45,10 +45,11 @@ class Reply:
         timings: TurnTimings,
         modality: msg.Modality = "audio",
         usage: Usage | None = None,
+        response_id: str | None = None,
     ) -> None:
         """`task` produces this reply; interrupt() cancels it. A reply is spoken
         (play()) or, with modality "text", written (write()), and may call tools (call())."""
-        self.response_id = new_id("resp")
+        self.response_id = response_id or new_id("resp")
         self.item_id = new_id("item")  # its words, once it says something
         self.session_id = session_id
         self._task = task

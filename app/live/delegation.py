@@ -1,0 +1,347 @@
+"""A Live session's delegated tasks.
+
+In a session that names its delegation, the voice's LLM has a `delegate` tool. When it
+calls it, the task is handed over and the client hears `session.delegation.created`;
+unless commentary or thinking comes first, the agent says it is working on it after
+`acknowledgement_delay_ms`. Then:
+
+- `client` delegation: the client does the task and sends its result as commentary
+  (or thinking) with the delegation's id; the agent tells the user.
+- `responses` delegation: the server runs the backend itself, a second call to its
+  own LLM with the backend's instructions and function tools, streamed to the client
+  as `response.event`s. A function call waits for the client's `response.item.create`
+  (its output) and `response.create`; an answer in words is spoken as commentary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.errors import EngineError
+from app.ids import new_id
+from app.live import server_events as events
+from app.live.client_events import BadEvent
+from app.live.responses import ResponseStream
+from app.live.session_config import DELEGATE, Delegation, ResponsesBackend, backend_tools
+from app.session import messages as msg
+from app.session import refusals
+from app.session.session import Session
+from app.tasks import spawn
+from app.vocab.chat import ChatMessage, ToolCallDelta
+
+log = logging.getLogger(__name__)
+
+MAX_OPEN = 8  # delegations awaiting an answer; the oldest is forgotten past this
+MAX_BACKEND_MESSAGES = 64  # the backend conversation's, after its instructions
+CONTEXT_MESSAGES = 12  # of the voice's conversation, told to the backend
+# Said as it is: SmolLM2 asked to word it went on repeating itself to its token limit.
+ACKNOWLEDGE = "One moment, I'm working on that."
+BACKEND_INSTRUCTIONS = "You are the helper of a voice assistant. Do the task; answer briefly."
+
+
+@dataclass(slots=True)
+class Delegated:
+    id: str
+    target: str
+    task: str
+
+
+@dataclass(slots=True)
+class PendingCall:
+    call_id: str
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class Delegations:
+    def __init__(
+        self,
+        session: Session,
+        delegation: Delegation | None,
+        *,
+        send: Callable[[events.Event], None],
+        speak: Callable[[str], None],
+        now_ms: Callable[[], int],
+    ) -> None:
+        """`send`: an event to everyone; `speak`: commentary for the agent to say."""
+        self._session = session
+        self.config = delegation
+        self._send = send
+        self._speak = speak
+        self._now_ms = now_ms
+        self._open: OrderedDict[str, Delegated] = OrderedDict()
+        self._ack: asyncio.TimerHandle | None = None
+        self._backend: list[ChatMessage] = []  # the Responses backend's conversation
+        self._running: asyncio.Task[None] | None = None  # its response being made
+        self._waiting: str | None = None  # the delegation whose backend awaits the client
+
+    # --- the agent's side
+
+    def take(self, ended: msg.ReplyEnded) -> None:
+        """A reply that called `delegate` hands its task over."""
+        if self.config is None:
+            return
+        for call in ended.calls:
+            if call.name != DELEGATE or not call.complete:
+                continue
+            task = _task(call.arguments) or self._asked()
+            # The call leaves the conversation: what the user hears next (the
+            # acknowledgement, the answer) stands for it, and no model is shown a tool
+            # result to imitate (SmolLM2 read "(delegate returned: ...)" aloud).
+            with contextlib.suppress(refusals.UnknownItem):
+                self._session.items.delete(call.item_id)
+            delegated = Delegated(call.item_id, self.config.type, task)
+            self._open[delegated.id] = delegated
+            while len(self._open) > MAX_OPEN:
+                self._open.popitem(last=False)
+            response_id = None
+            if delegated.target == "responses":
+                stream = self._stream()
+                response_id = stream.id
+                self._backend_add({"role": "user", "content": self._brief(task)})
+                self._respond(stream, delegated.id)
+            self._send(events.delegation_created(delegated.id, delegated.target,
+                                                 self._now_ms(), task, response_id))  # fmt: skip
+            self._acknowledge_after(self.config.acknowledgement_delay_ms or 0)
+
+    def _asked(self) -> str:
+        """What the user last said: the task the agent handed over."""
+        for message in reversed(self._session.history.messages()):
+            if message.role == "user" and message.content:
+                return message.content
+        return ""
+
+    def _acknowledge_after(self, delay_ms: int) -> None:
+        self._cancel_ack()
+        if delay_ms <= 0:
+            self._acknowledge()
+            return
+        self._ack = asyncio.get_running_loop().call_later(delay_ms / 1000, self._acknowledge)
+
+    def _acknowledge(self) -> None:
+        self._ack = None
+        self._session.announce(text=ACKNOWLEDGE)
+
+    def _cancel_ack(self) -> None:
+        if self._ack is not None:
+            self._ack.cancel()
+            self._ack = None
+
+    # --- the client's side
+
+    def appended(self, kind: str, delegation_id: str | None) -> None:
+        """Context the client appended: commentary and thinking stand in for the
+        acknowledgement; commentary with a delegation's id is its answer."""
+        if delegation_id is not None:
+            delegated = self._open.get(delegation_id)
+            if delegated is None:
+                raise BadEvent(f"no open delegation {delegation_id[:64]!r}", "invalid_value",
+                               "delegation_id")  # fmt: skip
+            if delegated.target != "client":
+                raise BadEvent(
+                    "a delegation id is not accepted with Responses delegation: its backend "
+                    "answers it", "invalid_value", "delegation_id",
+                )  # fmt: skip
+        if kind in ("session.commentary.append", "session.thinking.append"):
+            self._cancel_ack()
+        if kind == "session.commentary.append" and delegation_id is not None:
+            self._open.pop(delegation_id, None)
+
+    def add_item(self, item: dict[str, object]) -> None:
+        """response.item.create: a message or a function call's output for the backend."""
+        self._need_backend("response.item.create")
+        kind = item.get("type", "message")
+        if kind == "function_call_output":
+            call_id, output = item.get("call_id"), item.get("output")
+            if not isinstance(call_id, str) or not isinstance(output, str):
+                raise BadEvent("a function_call_output needs call_id and output (strings)",
+                               "invalid_value", "item")  # fmt: skip
+            self._backend_add({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif kind == "message" and item.get("role") in ("user", "developer", "system"):
+            text = _text_of(item.get("content"))
+            role = "user" if item.get("role") == "user" else "system"
+            self._backend_add({"role": role, "content": text})
+        else:
+            raise BadEvent(
+                "the backend takes a message (user or developer) or a function_call_output",
+                "invalid_value", "item.type",
+            )  # fmt: skip
+
+    def create_response(self) -> None:
+        """response.create: the backend answers its conversation as it stands."""
+        self._need_backend("response.create")
+        if self._running is not None and not self._running.done():
+            raise BadEvent("the backend is already making a response", "invalid_request")
+        self._respond(self._stream(), self._waiting)
+
+    def _need_backend(self, kind: str) -> None:
+        if self.config is None or self.config.type != "responses":
+            raise BadEvent(f"{kind} requires Responses delegation", "invalid_request", "type")
+
+    def update(self, changed: Delegation) -> None:
+        """session.update's delegation: the same type, its settings merged."""
+        current = self.config
+        if current is None and changed.type == "client":  # the default, now named
+            self.config = changed.model_copy(update={"responses": None})
+            return
+        if current is None or changed.type != current.type:
+            raise BadEvent(
+                f"the delegation type cannot change (this session's is "
+                f"{current.type if current else 'client'})",
+                "immutable_field_update", "session.delegation.type",
+            )  # fmt: skip
+        backend = current.responses
+        if changed.responses is not None and backend is not None:
+            asked = changed.responses.model_dump(exclude_unset=True)
+            backend = backend.model_copy(update=asked)
+            backend_tools(backend)  # StartProblem for a tool it cannot run
+        delay = changed.acknowledgement_delay_ms
+        if delay is None:
+            delay = current.acknowledgement_delay_ms
+        self.config = current.model_copy(
+            update={"responses": backend, "acknowledgement_delay_ms": delay}
+        )
+
+    def close(self) -> None:
+        """The session is over: no acknowledgement, and the backend stops."""
+        self._cancel_ack()
+        if self._running is not None:
+            self._running.cancel()
+
+    # --- the backend
+
+    def _stream(self) -> ResponseStream:
+        backend = self._backend_config()
+        return ResponseStream(backend.model or "server")
+
+    def _backend_config(self) -> ResponsesBackend:
+        assert self.config is not None and self.config.responses is not None
+        return self.config.responses
+
+    def _backend_add(self, message: ChatMessage) -> None:
+        self._backend.append(message)
+        del self._backend[:-MAX_BACKEND_MESSAGES]
+
+    def _brief(self, task: str) -> str:
+        """The task, with what the voice's conversation says before it."""
+        said = [m for m in self._session.history.messages() if m.role in ("user", "assistant")]
+        lines = [f"{m.role}: {m.content}" for m in said[-CONTEXT_MESSAGES:] if m.content]
+        context = "The conversation so far:\n" + "\n".join(lines) + "\n\n" if lines else ""
+        return f"{context}Task: {task}"
+
+    def _respond(self, stream: ResponseStream, delegation_id: str | None) -> None:
+        if not self._session.backend.available:
+            raise BadEvent("this agent has no model to run a backend", "invalid_request")
+        name = f"{self._session.id}:backend"
+        self._running = spawn(self._run(stream, delegation_id), name)
+
+    async def _run(self, stream: ResponseStream, delegation_id: str | None) -> None:
+        backend = self._backend_config()
+        system: ChatMessage = {"role": "system",
+                               "content": backend.instructions or BACKEND_INSTRUCTIONS}  # fmt: skip
+        tools = backend_tools(backend) or None
+        tokens = self._session.usage.tokens
+        before = (tokens.prompt, tokens.completion)
+
+        def out(nested: dict[str, object]) -> None:
+            self._send(events.response_event(nested, delegation_id))
+
+        out(stream.created())
+        text: list[str] = []
+        calls: dict[int, PendingCall] = {}
+        message_id = new_id("msg")
+        try:
+            deltas = self._session.backend.ask(
+                [system, *self._backend], tools=tools, tool_choice=backend.tool_choice if tools
+                else None, max_tokens=backend.max_output_tokens, request_id=stream.id,
+            )  # fmt: skip
+            async with contextlib.aclosing(deltas):
+                async for delta in deltas:
+                    if isinstance(delta, ToolCallDelta):
+                        self._call_part(calls, delta, stream, out, len(text) > 0)
+                    else:
+                        if not text:
+                            out(stream.message_added(message_id, 0))
+                        text.append(delta)
+                        out(stream.text_delta(message_id, 0, delta))
+        except EngineError as exc:
+            log.warning("backend failed: %s", exc, extra={"session_id": self._session.id})
+            out(stream.failed(exc.code, str(exc)))
+            self._speak("Sorry, I could not get an answer to that.")
+            return
+        answer = "".join(text).strip()
+        if text:
+            for nested in stream.message_done(message_id, 0, answer):
+                out(nested)
+            self._backend_add({"role": "assistant", "content": answer})
+        if calls:
+            self._calls_done(calls, stream, out, first_index=1 if text else 0)
+        out(stream.completed(tokens.prompt - before[0], tokens.completion - before[1]))
+        if calls:
+            self._waiting = delegation_id  # the client runs the calls, then response.create
+        elif answer:
+            self._waiting = None
+            if delegation_id is not None:
+                self._open.pop(delegation_id, None)
+            self._speak(answer)
+
+    def _call_part(
+        self,
+        calls: dict[int, PendingCall],
+        delta: ToolCallDelta,
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+        after_text: bool,
+    ) -> None:
+        call = calls.get(delta.index)
+        if call is None:
+            call = calls[delta.index] = PendingCall(delta.call_id or new_id("call"))
+        if delta.name:
+            call.name = delta.name
+            index = delta.index + (1 if after_text else 0)
+            out(stream.call_added(f"fc_{call.call_id}", index, call.call_id, call.name))
+        if delta.arguments:
+            call.arguments.append(delta.arguments)
+
+    def _calls_done(
+        self,
+        calls: dict[int, PendingCall],
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+        first_index: int,
+    ) -> None:
+        requests = []
+        for n, call in sorted(calls.items()):
+            arguments = "".join(call.arguments)
+            for nested in stream.call_done(f"fc_{call.call_id}", first_index + n, call.call_id,
+                                           call.name, arguments):  # fmt: skip
+                out(nested)
+            requests.append({"id": call.call_id, "type": "function",
+                             "function": {"name": call.name, "arguments": arguments}})  # fmt: skip
+        self._backend_add({"role": "assistant", "content": None, "tool_calls": requests})  # type: ignore[typeddict-item]
+
+
+def _task(arguments: str) -> str:
+    """A task the model wrote out, if it did (a model given its own delegate tool)."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return ""
+    task = parsed.get("task") if isinstance(parsed, dict) else None
+    return task if isinstance(task, str) else ""
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+        return " ".join(str(p) for p in parts)
+    raise BadEvent("a message's content is text, or a list of text parts", "invalid_value",
+                   "item.content")  # fmt: skip

@@ -1,0 +1,146 @@
+"""Delegation in the Live dialect (engine doubles): the voice's LLM calls `delegate`, the
+task goes to the client or to the Responses backend run here, and the answer is spoken.
+Every event is checked against the SDK's models, the backend's nested Responses events
+too (openai.types.responses)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from openai.types.responses import ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from app.live.delegation import ACKNOWLEDGE
+from app.live.session_config import Delegation, SessionConfig, to_changes
+from tests.live.test_dialect import Client
+from tests.session.fakes import FakeLLM, FakeTTS, noise, silence
+
+NESTED: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def delegating(delegation: dict[str, Any]) -> Client:
+    config = SessionConfig.model_validate({"model": "gpt-live-1", "delegation": delegation})
+    client = Client(delegation=config.delegation)
+    client.session.configure(to_changes(config, ()))
+    llm = client.engines.llm
+    assert isinstance(llm, FakeLLM)
+    llm.arguments = ["{", "}"]  # the delegate tool takes none
+    return client
+
+
+async def test_a_client_delegation_round_trip() -> None:
+    client = delegating({"type": "client"})
+    llm, tts = client.engines.llm, client.engines.tts
+    assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+    client.speak(noise(800) + silence(700))
+    await client.wait_for("session.delegation.created")
+    (created,) = client.of("session.delegation.created")
+    delegation = created["delegation"]
+    assert delegation["target"] == "client" and delegation["task"] == "question of 1000 ms"
+    assert llm.tools[0][0] is not None, "the voice's LLM was offered the delegate tool"
+    # At once (the default delay for client delegation), the agent says it is on it.
+    await client.wait_for("session.usage.updated", count=2)
+    said = [text for text, _, _ in tts.spoken]
+    assert said[-1] == ACKNOWLEDGE
+    # The client's answer, with the delegation's id, is spoken.
+    client.send({"type": "session.commentary.append", "content": "Staging is healthy.",
+                 "delegation_id": delegation["id"], "event_id": "c1"})  # fmt: skip
+    await client.wait_for("session.usage.updated", count=3)
+    assert tts.spoken[-1][0] == "Staging is healthy."
+    # The call left the conversation; what the user heard stands for it.
+    history = [(m.role, m.content) for m in client.session.history.messages()]
+    assert ("assistant", "Staging is healthy.") in history
+    assert not [m for m in client.session.history.messages() if m.call is not None]
+    # Answered, it is closed; an id nobody gave is refused, and the session goes on.
+    client.send({"type": "session.thinking.append", "content": "x",
+                 "delegation_id": delegation["id"]})  # fmt: skip
+    assert client.of("error")[-1]["error"]["param"] == "delegation_id"
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_commentary_stands_in_for_a_late_acknowledgement() -> None:
+    client = delegating({"type": "client", "acknowledgement_delay_ms": 400})
+    tts = client.engines.tts
+    assert isinstance(tts, FakeTTS)
+    client.speak(noise(800) + silence(700))
+    await client.wait_for("session.delegation.created")
+    delegation_id = client.of("session.delegation.created")[0]["delegation"]["id"]
+    client.send({"type": "session.commentary.append", "content": "Staging is healthy.",
+                 "delegation_id": delegation_id})  # fmt: skip
+    await client.wait_for("session.usage.updated", count=2)
+    await asyncio.sleep(0.6)
+    assert [text for text, _, _ in tts.spoken] == ["Staging is healthy."], "no acknowledgement"
+    await client.session.close()
+
+
+async def test_a_responses_delegation_with_a_client_run_tool() -> None:
+    backend = {"model": "backend-model", "instructions": "You check systems.", "tools": [WEATHER]}
+    client = delegating({"type": "responses", "responses": backend})
+    llm, tts = client.engines.llm, client.engines.tts
+    assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+    client.speak(noise(800) + silence(700))
+    await client.wait_for("session.delegation.created")
+    delegation = client.of("session.delegation.created")[0]["delegation"]
+    assert delegation["target"] == "responses" and delegation["response_id"]
+
+    # The backend (a second call to the same LLM) calls the client's function.
+    await client.wait_for("response.event", count=4)
+    for _ in range(100):
+        if any(e["event"]["type"] == "response.completed" for e in client.of("response.event")):
+            break
+        await asyncio.sleep(0.02)
+    nested = [e["event"] for e in client.of("response.event")]
+    for event in nested:
+        NESTED.validate_python(event)
+    assert {e["delegation_id"] for e in client.of("response.event")} == {delegation["id"]}
+    backend_prompt = next(p for p in llm.prompts if p[0]["content"] == "You check systems.")
+    assert "Task: question of 1000 ms" in backend_prompt[-1]["content"]
+    (call,) = [e["item"] for e in nested if e["type"] == "response.output_item.done"]
+    assert call["type"] == "function_call" and call["name"] == "get_weather"
+
+    # The client runs it and asks the backend to go on: its answer is spoken.
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "all green"}
+    client.send({"type": "response.item.create", "item": output})
+    client.send({"type": "response.create"})
+    for _ in range(300):
+        done = [e for e in client.of("response.event") if e["event"]["type"].endswith("completed")]
+        if len(done) == 2:
+            break
+        await asyncio.sleep(0.02)
+    texts = [e["event"] for e in client.of("response.event")
+             if e["event"]["type"] == "response.output_text.done"]  # fmt: skip
+    assert texts and texts[0]["text"].startswith("Sure,")
+    await client.wait_for("session.usage.updated", count=3)
+    assert [text for text, _, _ in tts.spoken][-1] == texts[0]["text"], "the answer, spoken"
+    for event in client.of("response.event"):
+        NESTED.validate_python(event["event"])
+    # The backend's client events need Responses delegation; this session has it.
+    assert not client.of("error"), client.of("error")
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+def test_delegation_config_refusals() -> None:
+    for delegation, param in (
+        ({"type": "decisions"}, "session.delegation.type"),
+        ({"type": "responses"}, "session.delegation.responses"),
+        ({"type": "responses", "responses": {"tools": [{"type": "web_search"}]}},
+         "session.delegation.responses.tools[0]"),
+    ):  # fmt: skip
+        config = SessionConfig.model_validate({"model": "m", "delegation": delegation})
+        try:
+            to_changes(config, ())
+        except Exception as exc:  # noqa: BLE001
+            assert getattr(exc, "param", None) == param, exc
+        else:
+            raise AssertionError(f"{json.dumps(delegation)} was taken")
+    assert Delegation(type="client").responses is None
