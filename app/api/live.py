@@ -28,7 +28,7 @@ from app.api.errors import error_body, validation_problems
 from app.api.signalling import secret_changes
 from app.api.sockets import POLICY_VIOLATION, admit, refuse, refusing
 from app.calls.call import CallConfig
-from app.calls.live import changes_of, open_live_webrtc, serve_live_websocket
+from app.calls.live import changes_of, live_guest, open_live_webrtc, serve_live_websocket
 from app.calls.manager import CallManager
 from app.calls.sideband import control
 from app.errors import BadRequest, NotFound
@@ -143,7 +143,8 @@ async def attach(websocket: WebSocket, session_id: str) -> None:
         return
     await websocket.accept()
     try:
-        await control(calls_of(websocket), session_id, websocket, speaking=LiveDialect)
+        calls = calls_of(websocket)
+        await control(calls, session_id, websocket, LiveDialect, live_guest(calls))
     except NotFound as exc:
         event = events.error(str(exc), "session_not_found")
         await refuse(websocket, event, POLICY_VIOLATION, str(exc))

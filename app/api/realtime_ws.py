@@ -14,10 +14,14 @@ from app.api.auth import chosen_subprotocol
 from app.api.callers import caller
 from app.api.deps import calls_of
 from app.api.sockets import POLICY_VIOLATION, admit, refuse, refusing
-from app.calls.sideband import control
+from app.calls.call import Call, EventDialect
+from app.calls.manager import CallManager
+from app.calls.sideband import Guest, control
 from app.calls.websocket import serve_websocket
 from app.errors import NotFound
+from app.events.channel import NoChannel
 from app.realtime import server_events as events
+from app.realtime.dialect import RealtimeDialect
 
 router = APIRouter()
 
@@ -38,7 +42,7 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     await websocket.accept(subprotocol=chosen_subprotocol(websocket))
     if call_id is not None:
         try:
-            await control(calls, call_id, websocket)
+            await control(calls, call_id, websocket, RealtimeDialect, _realtime_guest(calls))
         except NotFound as exc:
             event = _error("invalid_request_error", "call_not_found", str(exc))
             await refuse(websocket, event, POLICY_VIOLATION, str(exc))
@@ -49,6 +53,13 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     await refusing(
         websocket, serve_websocket(calls, websocket, changes, owner=secret, caller=who), _error
     )
+
+
+def _realtime_guest(calls: CallManager) -> Guest:
+    def guest(call: Call) -> EventDialect:
+        return RealtimeDialect(NoChannel(), model=calls.runtime.model, webrtc=True)
+
+    return guest
 
 
 def _error(type_: str, code: str, message: str) -> dict[str, object]:

@@ -59,7 +59,8 @@ class Dialect(Protocol):
         ...
 
     def call_ended(self, code: str, message: str) -> None:
-        """The call is over (a code from ENDINGS): the last thing the client hears."""
+        """The call is over: the last thing the client hears. `code`: why (one of ENDINGS,
+        or peer_closed); `message`: ENDINGS' words for it, empty when the client left."""
         ...
 
 
@@ -85,6 +86,31 @@ class EventDialect(Dialect, Protocol):
     def audio_delta(self, pcm24k: bytes) -> str:
         """Reply audio as the event a WebSocket client gets."""
         ...
+
+
+class Audience:
+    """Who hears a call's session: its own dialect, and any guests (a sideband speaking
+    the other OpenAI dialect), each wording the same messages for its own listeners."""
+
+    def __init__(self, dialect: Callable[[SessionMessage], None]) -> None:
+        self._dialect = dialect
+        self._guests: list[Dialect] = []
+
+    def deliver(self, message: SessionMessage) -> None:
+        self._dialect(message)
+        for guest in list(self._guests):
+            guest.deliver(message)
+
+    def join(self, guest: Dialect) -> None:
+        self._guests.append(guest)
+
+    def leave(self, guest: Dialect) -> None:
+        if guest in self._guests:
+            self._guests.remove(guest)
+
+    def call_ended(self, code: str, message: str) -> None:
+        for guest in self._guests:
+            guest.call_ended(code, message)
 
 
 # Makes a call's dialect, given its event channel and its session id.
@@ -127,6 +153,7 @@ class Call:
     # The client secret that made the call: only it, or the server's key, may control it.
     # None: made with the server's key, or with no key set.
     owner: object | None = None
+    audience: Audience | None = None  # set when it starts
 
     def controllable_by(self, caller: object | None) -> bool:
         """`caller`: the client secret a request came with; None for the server's key."""

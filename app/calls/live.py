@@ -3,18 +3,19 @@ or over WebRTC (POST /live/sessions). The same sessions as Realtime, in Live's w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from starlette.websockets import WebSocket
 
 from app.calls.admission import ANYONE, Caller
-from app.calls.call import DialectMaker, EventDialect
+from app.calls.call import Call, DialectMaker, EventDialect
 from app.calls.manager import CallManager
 from app.calls.webrtc import open_webrtc
 from app.calls.websocket import serve_websocket
 from app.errors import SignallingError
 from app.events.audio import AudioIn, AudioOut
-from app.events.channel import EventChannel
+from app.events.channel import EventChannel, NoChannel
 from app.live.dialect import LiveDialect
 from app.live.session_config import SessionConfig, StartProblem, audio_format, expiry, to_changes
 from app.session.options import OptionChanges
@@ -101,3 +102,22 @@ async def open_live_webrtc(
     return await open_webrtc(
         calls, offer_sdp, changes, via="live", owner=owner, caller=caller, dialect_of=make
     )
+
+
+def live_guest(calls: CallManager) -> Callable[[Call], EventDialect]:
+    """Live's words for a call that speaks Realtime (a SIP call, a Realtime WebRTC or
+    WebSocket call), for a Live sideband attached to it."""
+
+    def guest(call: Call) -> EventDialect:
+        session_id = call.session.id
+        return LiveDialect(
+            NoChannel(),
+            model=calls.runtime.model,
+            expires_at=time.time()
+            - (time.monotonic() - call.started)
+            + calls.settings.pool.max_session_s,
+            stop=lambda: calls.stop(session_id, "close_requested"),
+            began=call.started,
+        )
+
+    return guest

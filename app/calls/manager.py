@@ -23,7 +23,7 @@ from collections.abc import Callable
 from app.agent.responders import Responder
 from app.audio.echo import EchoReference, Played
 from app.calls.admission import Caller, RateLimit
-from app.calls.call import ENDINGS, Call, CallConfig, refused_as_signalling
+from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signalling
 from app.calls.pool import Slot, SlotPool
 from app.errors import NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
@@ -51,6 +51,7 @@ class CallManager:
         self._client_slots = 0 if share >= 1 else math.ceil(share * pool.max_sessions)
         self.accepting = True
         self._calls: dict[str, Call] = {}
+        self._audiences: dict[str, Audience] = {}  # made with a session, until it starts
         vad = settings.vad
         echo_guard = vad.echo_guard or vad.echo_guard_phones
         audio = settings.audio
@@ -116,12 +117,13 @@ class CallManager:
             # The guard holds the echo off while the canceller converges (then it rests).
             guarded = settings.vad.model_copy(update={"echo_guard": True})
             settings = settings.model_copy(update={"vad": guarded})
+        audience = self._audiences[session_id] = Audience(deliver)
         return Session(
             session_id,
             settings,
             responder,
             audio,
-            runtime.observed(session_id, deliver),
+            runtime.observed(session_id, audience.deliver),
             output_level=output_level,
             reference=reference,
             turn_model=runtime.turn_model,
@@ -130,8 +132,15 @@ class CallManager:
             interruptions=runtime.interruptions,
         )
 
+    def abandon(self, slot: Slot) -> None:
+        """A call that failed before it started: its slot is free again."""
+        if slot.session_id is not None:
+            self._audiences.pop(slot.session_id, None)
+        self.pool.release(slot)
+
     def start(self, call: Call) -> Call:
         self._calls[call.session.id] = call
+        call.audience = self._audiences.pop(call.session.id, None)
         call.session.start()
         call.supervisor = spawn(self._supervise(call), f"{call.session.id}:call")
         log.info("call started on slot %d", call.slot.index, extra={"session_id": call.session.id})
@@ -183,13 +192,16 @@ class CallManager:
     def usage_report(self) -> dict[str, object]:
         return self.runtime.usage.report([call.usage() for call in self._calls.values()])
 
-    async def hang_up(self, session_id: str, caller: object | None = None) -> bool:
+    async def hang_up(
+        self, session_id: str, caller: object | None = None, *, reason: str = "hangup"
+    ) -> bool:
         """End a live call that `caller` (a client secret; None: the server's key) may
-        control; False when there is none (another's call is not told apart from none)."""
+        control; False when there is none (another's call is not told apart from none).
+        `reason`: peer_closed where the other side hung up (a SIP BYE)."""
         call = self._calls.get(session_id)
         if call is None or not call.controllable_by(caller):
             return False
-        call.request_stop("hangup")
+        call.request_stop(reason)
         if call.supervisor is not None:
             await asyncio.wait([call.supervisor])
         return True
@@ -234,8 +246,13 @@ class CallManager:
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
         self.runtime.usage.ended(call.usage(ended=True))
+        # Every ending is told (a sideband hears that the caller hung up); the client is
+        # waited for only where it is still there to hear it.
+        message = ENDINGS.get(reason, "")
+        call.dialect.call_ended(reason, message)
+        if call.audience is not None:
+            call.audience.call_ended(reason, message)
         if reason in ENDINGS:
-            call.dialect.call_ended(reason, ENDINGS[reason])
             await call.transport.flush(timeout_s=0.5)
         try:
             async with asyncio.timeout(self.settings.pool.drain_timeout_s):

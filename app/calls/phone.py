@@ -41,7 +41,7 @@ async def serve_media_stream(
             played=playout.clock,
         )
     except BaseException:
-        calls.pool.release(slot)
+        calls.abandon(slot)
         raise
     dialect.attach(session, playout)
     transport.start(dialect.receive)
@@ -77,10 +77,12 @@ class SipCalls:
             await leg.open(host, session.push_audio, session.press)
         except BaseException:
             await leg.close()
-            calls.pool.release(slot)
+            calls.abandon(slot)
             raise
         calls.start(Call(slot, leg, dialect, session))
         return leg
 
-    async def hang_up(self, session_id: str) -> bool:
-        return await self._calls.hang_up(session_id)
+    async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool:
+        """End a call: we hung up, or (`caller_left`) the caller did, with a BYE."""
+        reason = "peer_closed" if caller_left else "hangup"
+        return await self._calls.hang_up(session_id, reason=reason)

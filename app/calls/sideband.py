@@ -1,35 +1,49 @@
 """Sideband control: a server-side controller joins a live call's events over a WebSocket
-of its own: Realtime's (GET /v1/realtime?call_id=) or Live's (/live/sessions/{id}/attach)."""
+of its own: Realtime's (GET /v1/realtime?call_id=) or Live's (/live/sessions/{id}/attach).
+
+A controller speaking the call's own dialect watches it; one speaking the other joins
+the call's audience as a guest dialect of its own, so any call (WebRTC, WebSocket or
+SIP) can be controlled in either."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from starlette.websockets import WebSocket
 
-from app.calls.call import EventDialect
+from app.calls.call import Call, EventDialect
 from app.calls.manager import CallManager
 from app.errors import NotFound
-from app.realtime.dialect import RealtimeDialect
 from app.ws.transport import WsTransport
+
+# Makes the dialect a controller speaks, as a guest of a call that speaks another.
+Guest = Callable[[Call], EventDialect]
 
 
 async def control(
     calls: CallManager,
     call_id: str,
     websocket: WebSocket,
-    speaking: type[EventDialect] = RealtimeDialect,
+    speaking: type[EventDialect],
+    guest: Guest,
 ) -> None:
     """The controller on an accepted WebSocket hears the call's events and sends its own,
     until it leaves or the call ends.
 
-    Takes no slot: the call has one. Raises NotFound for an unknown call, or one whose
-    dialect is not `speaking`.
+    Takes no slot: the call has one. Raises NotFound for an unknown call.
     """
     call = calls.find(call_id)
-    if call is None or not isinstance(call.dialect, speaking):
+    if call is None or call.audience is None:
         raise NotFound(f"no call {call_id!r} to control")
-    dialect, supervisor = call.dialect, call.supervisor
+    audience, supervisor = call.audience, call.supervisor
+    joined: EventDialect | None = None
+    if isinstance(call.dialect, speaking):
+        dialect = call.dialect
+    else:
+        dialect = joined = guest(call)
+        dialect.attach(call.session)
+        audience.join(dialect)
     controller = WsTransport(
         websocket,
         f"{call_id}:sideband",
@@ -46,4 +60,6 @@ async def control(
     finally:
         left.cancel()
         dialect.unwatch(controller)
+        if joined is not None:
+            audience.leave(joined)
         await controller.close()

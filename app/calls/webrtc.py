@@ -59,7 +59,7 @@ async def open_webrtc(
         peer.bind(session.push_audio, dialect.opened, dialect.receive)
     except BaseException:
         await peer.close()
-        calls.pool.release(slot)
+        calls.abandon(slot)
         raise
     calls.start(Call(slot, peer, dialect, session, owner=owner))
     return answer, session_id

@@ -44,7 +44,7 @@ async def serve_websocket(
         session = calls.session(session_id, responder, playout, dialect.deliver)
         configure(session, changes)
     except BaseException:
-        calls.pool.release(slot)
+        calls.abandon(slot)
         raise
     dialect.attach(session)
     transport.start(dialect.receive_in_steps)

@@ -62,13 +62,16 @@ class LiveDialect:
         stop: Callable[[], None] = lambda: None,
         started_by: str | None = None,
         delegation: Delegation | None = None,
+        began: float | None = None,
         max_append_s: float = 60.0,
     ) -> None:
         """`audio`: a WebSocket's formats in and out (None over WebRTC or SIP, whose audio
         is on a track). `initial`: the start config's text history. `stop`: ends the
         call, for session.close. `started_by`: the id of the session.start event that
         made it, if it had one. `delegation`: what the start config named (None: client,
-        with no delegate tool). `max_append_s`: the most audio one append may carry."""
+        with no delegate tool). `began`: when the session began (time.monotonic; now
+        unless told: a sideband's guest dialect joins later). `max_append_s`: the most
+        audio one append may carry."""
         self._out = Broadcast(channel, _too_large)
         self._channel = channel
         self._model = model
@@ -76,7 +79,7 @@ class LiveDialect:
         self._audio = audio
         self._max_append_s = max_append_s
         self._session: Session | None = None
-        self._began = time.monotonic()
+        self._began = time.monotonic() if began is None else began
         self._muted = False  # by the client
         self._fixture: tuple[str, str | None] | None = None  # playing: (response id, event id)
         # An utterance's item id: when it began and ended on the timeline (ms).

@@ -159,8 +159,10 @@ class RealtimeDialect:
             self._refuse(sender, "the server failed on this event", "internal", None, event)
 
     def call_ended(self, code: str, message: str) -> None:
-        """The call is over; the last event the client gets says why."""
-        self._send(events.error(message, code=code))
+        """The call is over; the last event the client gets says why (nothing when the
+        client itself left: `message` is empty)."""
+        if message:
+            self._send(events.error(message, code=code))
 
     # --- the session's side
 

@@ -193,6 +193,12 @@ async def test_live_webrtc_with_a_sideband_then_hangup(
         for _, event in peer.events:
             SERVER_EVENT.validate_python(event)
         assert peer.of_type("session.instructions.appended")[0]["client_event_id"] == "evt_side"
+        # A Realtime controller may join the Live session too, in its own words.
+        realtime = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
+        async with realtime.realtime.connect(call_id=session_id) as controller:
+            created = await controller.recv()
+            assert created.type == "session.created" and created.session.id == session_id  # type: ignore[union-attr]
+        await realtime.close()
 
         await sdk.live.sessions.hangup(session_id)
         async with httpx.AsyncClient(timeout=5) as http:

@@ -15,6 +15,9 @@ import httpx
 import numpy as np
 import pytest
 import websockets
+from openai import AsyncOpenAI
+from openai.types.live import ConnectServerEvent
+from pydantic import TypeAdapter
 
 from app.audio.resample import Resampler
 from tests.support.baresip import Baresip, have_baresip
@@ -28,6 +31,8 @@ from tests.support.speech import (
 )
 
 pytestmark = pytest.mark.e2e
+
+LIVE_SIDEBAND: TypeAdapter[ConnectServerEvent] = TypeAdapter(ConnectServerEvent)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,6 +121,56 @@ async def test_a_phone_asks_hears_the_answer_presses_keys_and_hangs_up(
     reply = np.frombuffer(Resampler(48_000).pcm(_samples(phone.heard()), 8_000), np.int16)
     said = transcribe(whisper, reply)
     assert len(words(said)) >= 3, f"Whisper hears the agent on the phone: {said!r}"
+
+
+async def test_a_live_sideband_steers_a_phone_call(
+    agent_server: ServerProcess,
+    speech: Callable[[str], Path],
+    whisper: Any,
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    """OpenAI's Live sideband (the SDK's client.live.sideband) attached to a SIP call that
+    speaks Realtime: it hears the caller in Live's words and keys as transport events, the
+    agent says its commentary to the phone, and it hears the caller hang up."""
+    mic = microphone(speech("What is the capital of France?"), tmp_path / "mic.wav")
+    phone: Baresip = await phones(mic)
+    await phone.command("dial", f"sip:agent@127.0.0.1:{agent_server.sip_port}")
+    await phone.wait_for("CALL_ESTABLISHED")
+    session_id = await sip_session(agent_server)
+    sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
+    seen: list[Any] = []
+
+    async def until(kind: str, count: int = 1) -> list[Any]:
+        async with asyncio.timeout(120):
+            while len(found := [e for e in seen if e.type == kind]) < count:
+                seen.append(LIVE_SIDEBAND.validate_json(await sideband.recv_bytes()))
+        return found
+
+    async with sdk.live.sideband.connect(session_id=session_id) as sideband:
+        (first,) = await until("session.updated")
+        assert first.session.id == session_id
+        (heard,) = await until("session.input_transcript.delta")
+        assert {"capital", "france"} <= set(words(heard.delta)), heard
+        await until("session.usage.updated")  # the agent answered
+        await phone.command("sndcode", "1#")
+        keys = await until("transport.dtmf.received", count=2)
+        assert [key.event for key in keys] == ["1", "#"]
+        await until("session.usage.updated", count=2)  # the agent answered the keys
+        await sideband.session.commentary.append(
+            content="Your table is booked for eight.", delegation_id=None
+        )
+        await until("session.usage.updated", count=3)
+        told = [e.delta for e in seen if e.type == "session.output_transcript.delta"]
+        assert told[-1] == "Your table is booked for eight."
+        await phone.command("hangup")
+        (closed,) = await until("session.closed")
+        assert closed.reason == "remote_hangup"
+    await until_in_use(agent_server.url, 0)
+    reply = Resampler(48_000).pcm(_samples(phone.heard()), 8_000)
+    said = transcribe(whisper, np.frombuffer(reply, np.int16))
+    assert {"table", "booked", "eight"} <= set(words(said)), f"the phone heard: {said!r}"
+    await sdk.close()
 
 
 async def test_a_full_pool_answers_busy_and_our_hangup_reaches_the_phone(

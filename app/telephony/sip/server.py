@@ -52,7 +52,7 @@ DTMF_RELAY = re.compile(r"^Signal[ \t]*=[ \t]*(\S)", re.MULTILINE | re.IGNORECAS
 class Calls(Protocol):
     async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ...) -> SipLeg: ...
 
-    async def hang_up(self, session_id: str) -> bool: ...
+    async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool: ...
 
 
 class SipServer(asyncio.DatagramProtocol):
@@ -310,7 +310,7 @@ class SipServer(asyncio.DatagramProtocol):
         self._reply(request, source, 200, "OK")
         log.info("SIP call %s: the caller hung up", request.call_id[:LOG_CHARS],
                  extra={"session_id": dialog.leg.session_id})  # fmt: skip
-        hanging_up = self._calls.hang_up(dialog.leg.session_id)
+        hanging_up = self._calls.hang_up(dialog.leg.session_id, caller_left=True)
         self._tasks.spawn(hanging_up, f"sip:{request.call_id[:24]}:bye")
 
     def _info(self, request: SipMessage, source: tuple[str, int]) -> None:

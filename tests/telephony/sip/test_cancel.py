@@ -30,7 +30,7 @@ class SlowCalls:
         self.legs.append(leg)
         return leg
 
-    async def hang_up(self, session_id: str) -> bool:
+    async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool:
         self.hung_up.append(session_id)
         for leg in self.legs:
             await leg.close()
