@@ -16,11 +16,17 @@ import asyncio
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Request, Response, WebSocket
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.websockets import WebSocketDisconnect
 
-from app.api.auth import caller_of, chosen_subprotocol, require_key, require_key_to_end
+from app.api.auth import (
+    caller_of,
+    chosen_subprotocol,
+    require_admin,
+    require_key,
+    require_key_to_end,
+)
 from app.api.bodies import read_limited
 from app.api.callers import caller, caller_of_request
 from app.api.deps import Calls, calls_of
@@ -101,12 +107,17 @@ async def not_yet(session_id: str, action: str) -> JSONResponse:
     )
 
 
-@router.get("/{session_id}/content", dependencies=[Depends(require_key)])
-async def recording(session_id: str) -> JSONResponse:
-    return JSONResponse(
-        error_body("invalid_request_error", "this server keeps no recordings (store is false)"),
-        status_code=404,
-    )
+@router.get("/{session_id}/content", dependencies=[Depends(require_admin)], response_model=None)
+async def recording(session_id: str, calls: Calls) -> FileResponse | JSONResponse:
+    """An ended session's recording (stereo WAV: the caller left, the agent right), while
+    it is kept; 404 otherwise."""
+    path = calls.recordings.find(session_id)
+    if path is None:
+        why = "no recording of" if calls.recordings.on else "this server keeps no recordings:"
+        return JSONResponse(
+            error_body("invalid_request_error", f"{why} session {session_id!r}"), status_code=404
+        )
+    return FileResponse(path, media_type="audio/wav", filename=f"{session_id}.wav")
 
 
 @router.websocket("")

@@ -36,6 +36,8 @@ def live_dialect(
     for what this server cannot do)."""
     name, rate = audio_format(config)
     limits = calls.settings.limits
+    recordings = calls.recordings
+    record_s = recordings.max_s if config.store and recordings.on else None
     expires_at = expiry(calls.settings.pool.max_session_s)
 
     def make(channel: EventChannel, session_id: str) -> EventDialect:
@@ -49,6 +51,7 @@ def live_dialect(
             stop=lambda: calls.stop(session_id, "close_requested"),
             started_by=started_by,
             delegation=config.delegation,
+            record_s=record_s,
             max_append_s=limits.append_audio_s,
         )
 

@@ -25,6 +25,7 @@ from app.audio.echo import EchoReference, Played
 from app.calls.admission import Caller, RateLimit
 from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signalling
 from app.calls.pool import Slot, SlotPool
+from app.calls.recordings import RecordingStore
 from app.errors import NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.rtc.peer import RtcPeer
@@ -52,6 +53,7 @@ class CallManager:
         self.accepting = True
         self._calls: dict[str, Call] = {}
         self._audiences: dict[str, Audience] = {}  # made with a session, until it starts
+        self.recordings = RecordingStore(settings.recordings)
         vad = settings.vad
         echo_guard = vad.echo_guard or vad.echo_guard_phones
         audio = settings.audio
@@ -219,6 +221,7 @@ class CallManager:
         if supervisors:
             await asyncio.wait(supervisors, timeout=self.settings.pool.drain_timeout_s + 1)
         self.pool.close()
+        self.recordings.close()
         await self.runtime.close()
 
     # --- a call's life
@@ -246,6 +249,10 @@ class CallManager:
         # Stop the session's work first, so nothing of it follows the final event.
         stuck = list(await call.session.close())
         self.runtime.usage.ended(call.usage(ended=True))
+        recording = call.session.recording
+        if recording is not None:
+            wav = await asyncio.to_thread(recording.wav)
+            await self.recordings.keep(session_id, wav)
         # Every ending is told (a sideband hears that the caller hung up); the client is
         # waited for only where it is still there to hear it.
         message = ENDINGS.get(reason, "")

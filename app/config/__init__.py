@@ -16,11 +16,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.config.audio import AudioSettings
 from app.config.engines import LlmSettings, SttSettings, TtsSettings
 from app.config.phone import SipSettings, TwilioSettings
+from app.config.recordings import RecordingSettings
 from app.config.server import LimitsSettings, PoolSettings, ServerSettings, split_csv
 from app.config.turns import TurnSettings, VadSettings
 
 __all__ = [
-    "AudioSettings", "LimitsSettings", "LlmSettings", "PoolSettings", "ServerSettings", "Settings",
+    "AudioSettings", "LimitsSettings", "LlmSettings", "PoolSettings", "RecordingSettings",
+    "ServerSettings", "Settings",
     "SipSettings", "SttSettings", "TtsSettings", "TurnSettings", "TwilioSettings",
     "VadSettings", "get_settings", "split_csv",
 ]  # fmt: skip
@@ -48,6 +50,7 @@ class Settings(BaseSettings):
     tts: TtsSettings = Field(default_factory=TtsSettings)
     sip: SipSettings = Field(default_factory=SipSettings)
     twilio: TwilioSettings = Field(default_factory=TwilioSettings)
+    recordings: RecordingSettings = Field(default_factory=RecordingSettings)
 
 
 @lru_cache(maxsize=1)

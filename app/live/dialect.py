@@ -63,6 +63,7 @@ class LiveDialect:
         started_by: str | None = None,
         delegation: Delegation | None = None,
         began: float | None = None,
+        record_s: float | None = None,
         max_append_s: float = 60.0,
     ) -> None:
         """`audio`: a WebSocket's formats in and out (None over WebRTC or SIP, whose audio
@@ -70,8 +71,9 @@ class LiveDialect:
         call, for session.close. `started_by`: the id of the session.start event that
         made it, if it had one. `delegation`: what the start config named (None: client,
         with no delegate tool). `began`: when the session began (time.monotonic; now
-        unless told: a sideband's guest dialect joins later). `max_append_s`: the most
-        audio one append may carry."""
+        unless told: a sideband's guest dialect joins later). `record_s`: the call is
+        recorded (at most this long; `store: true`, and the server keeps recordings).
+        `max_append_s`: the most audio one append may carry."""
         self._out = Broadcast(channel, _too_large)
         self._channel = channel
         self._model = model
@@ -88,11 +90,14 @@ class LiveDialect:
         self._delegations: Delegations | None = None
         self._initial = list(initial)
         self._stop = stop
+        self._record_s = record_s
         self._started_by = started_by
 
     def attach(self, session: Session) -> None:
         """Bind the session; the start config's text history goes into it now."""
         self._session = session
+        if self._record_s is not None:
+            session.record(self._record_s)
         self._delegations = Delegations(
             session, self._delegation, send=self._send, speak=self._commentary, now_ms=self.now_ms
         )
@@ -331,6 +336,7 @@ class LiveDialect:
             audio_format=audio_format,
             delegation=delegation,
             initial=self._initial,
+            store=self._record_s is not None,
         )
 
     def _refuse(

@@ -214,6 +214,7 @@ def describe(
     audio_format: tuple[FormatName, int] | None,
     delegation: dict[str, Any] | None,
     initial: list[InitialItem],
+    store: bool = False,
 ) -> dict[str, Any]:
     """The `SessionResource` of a Live session. `audio_format`: a WebSocket's (None over
     WebRTC, which negotiates its own)."""
@@ -229,7 +230,7 @@ def describe(
         "audio": audio,
         "delegation": delegation,
         "input": [item.model_dump(exclude_none=True) for item in initial],
-        "store": False,  # recordings are not kept (docs/reference/live-events.md)
+        "store": store,  # recorded: asked for, and the server keeps recordings
     }
 
 

@@ -33,6 +33,7 @@ from app.session.options import (
     TurnDetectionChange,
     changed_options,
 )
+from app.session.recording import RecordedOut, Recording
 from app.session.refusals import (
     CannotAnswerText,
     NoActiveResponse,
@@ -124,7 +125,7 @@ class Session:
             responder,
             history=self.history,
             prompt_limit=limit,
-            audio=audio,
+            audio=RecordedOut(audio, lambda: self.recording),
             emit=emit,
             usage=self.usage,
             fallback=settings.tts.fallback_speech,
@@ -158,6 +159,7 @@ class Session:
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
         self.muted = False  # the client muted its input: the agent hears silence
+        self.recording: Recording | None = None  # made by record()
 
     # --- lifecycle
 
@@ -207,9 +209,15 @@ class Session:
             self._manual.clear()
             self._turns.configure(self.options)
 
+    def record(self, max_s: float) -> None:
+        """Record the call from now on, both sides, at most `max_s` of it."""
+        self.recording = self.recording or Recording(max_s)
+
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         self.usage.audio_in_samples += len(pcm16k) // 2
+        if self.recording is not None:
+            self.recording.heard(pcm16k)
         if self.muted:  # heard as silence: the turn detector's clock goes on
             pcm16k = bytes(len(pcm16k))
         heard, judged = self._front.process(pcm16k)

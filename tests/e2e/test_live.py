@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
+import wave
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -347,3 +349,52 @@ async def events_until_one(conn: AsyncLiveConnection) -> Any:
     event = SERVER_EVENT.validate_json(raw)
     assert event.type != "error", raw
     return event
+
+
+async def test_live_recording_kept_for_its_retention_only(
+    start_server: Callable[..., ServerProcess],
+    speech: Callable[[str], Path],
+    whisper: object,
+    tmp_path: Path,
+) -> None:
+    """A session that asks (store: true) on a server that keeps recordings is recorded,
+    both sides, and downloadable with the SDK until its retention runs out."""
+    folder = tmp_path / "recordings"
+    server = start_server(
+        "--agent", "echo", "--recordings-retention-s", "4", "--recordings-dir", str(folder)
+    )
+    sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything")
+    async with sdk.live.connect() as conn:
+        await conn.session.start(session={"model": "gpt-live-1", "store": True})
+        started = (await events_until(conn, "session.started"))[-1]
+        assert started.session.store is True
+        session_id = started.session.id
+        await say(conn, load_wav(str(speech(QUESTION)), rate=RATE))
+        await events_until(conn, "session.usage.updated")  # the echo played it back
+        await conn.session.close()
+        await events_until(conn, "session.closed")
+    for _ in range(50):  # kept as the call ends
+        if list(folder.glob("*.wav")):
+            break
+        await asyncio.sleep(0.1)
+    wav = (await sdk.live.sessions.download_recording(session_id)).read()
+    with wave.open(io.BytesIO(wav)) as reader:
+        assert (reader.getnchannels(), reader.getframerate()) == (2, 16_000)
+        frames = np.frombuffer(reader.readframes(reader.getnframes()), dtype=np.int16)
+    caller, agent = frames[0::2].copy(), frames[1::2].copy()
+    assert word_error_rate(QUESTION, transcribe(whisper, caller, 16_000)) <= 0.25
+    assert word_error_rate(QUESTION, transcribe(whisper, agent, 16_000)) <= 0.25, "the echo"
+    loudest = int(np.argmax(np.abs(agent) > 3000))
+    assert loudest > int(np.argmax(np.abs(caller) > 3000)), "the agent after the caller"
+
+    # Without store, nothing is kept; past the retention, nothing is left.
+    async with sdk.live.connect() as conn:
+        await conn.session.start(session={"model": "gpt-live-1"})
+        unstored = (await events_until(conn, "session.started"))[-1]
+        assert unstored.session.store is False
+    await asyncio.sleep(4.5)
+    for session in (session_id, unstored.session.id):
+        with pytest.raises(Exception, match="404"):
+            await sdk.live.sessions.download_recording(session)
+    assert not list(folder.glob("*.wav"))
+    await sdk.close()

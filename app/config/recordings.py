@@ -1,0 +1,27 @@
+"""Call recordings: off unless the operator keeps them, and then only for sessions that
+ask (Live's `store: true`), never past their retention."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class RecordingSettings(BaseModel):
+    retention_s: float = Field(
+        0.0,
+        ge=0,
+        description="How long a recording is kept after its call ends; 0 keeps none (a "
+        "session asking for one is told store: false).",
+    )
+    dir: str = Field(
+        "",
+        description="Where recordings are kept while they are; empty: a folder in the "
+        "system's temporary directory.",
+    )
+    max_s: float = Field(
+        900.0,
+        gt=0,
+        le=7200,
+        description="The most of one call a recording holds (16 kHz stereo: 64 KB a "
+        "second in memory while the call lasts).",
+    )

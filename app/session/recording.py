@@ -1,0 +1,112 @@
+"""A call's recording: the caller (left) as heard, the agent (right) as played, on one
+timeline at 16 kHz, the caller's audio being its clock. Kept in memory while the call
+lasts, bounded by its length; made only for a session that asked for one."""
+
+from __future__ import annotations
+
+import io
+import wave
+from collections.abc import Callable
+
+import numpy as np
+
+from app.audio.resample import Resampler
+from app.session.speaking.audio_out import AudioOut
+from app.vocab.pcm import INBOUND_RATE
+
+SAMPLE_BYTES = 2
+
+
+class Recording:
+    def __init__(self, max_s: float) -> None:
+        self._max_bytes = int(max_s * INBOUND_RATE) * SAMPLE_BYTES
+        self._caller = bytearray()
+        self._agent = bytearray()
+        self._resamplers: dict[int, Resampler] = {}
+
+    @property
+    def seconds(self) -> float:
+        return len(self._caller) / SAMPLE_BYTES / INBOUND_RATE
+
+    def heard(self, pcm16k: bytes) -> None:
+        room = self._max_bytes - len(self._caller)
+        if room > 0:
+            self._caller += pcm16k[:room]
+
+    def played(self, pcm: bytes, rate: int) -> None:
+        """Agent audio that starts playing now: placed where the caller's audio is."""
+        resampler = self._resamplers.setdefault(rate, Resampler(INBOUND_RATE))
+        pcm16k = resampler.pcm(np.frombuffer(pcm, dtype=np.int16), rate)
+        at = max(len(self._caller), len(self._agent))
+        room = self._max_bytes - at
+        if room <= 0:
+            return
+        self._agent += bytes(at - len(self._agent))
+        self._agent += pcm16k[:room]
+
+    def cut(self) -> None:
+        """What was queued and not played (an interruption) was not heard."""
+        del self._agent[len(self._caller) :]
+
+    def wav(self) -> bytes:
+        """Both sides as a stereo WAV, as long as the longer."""
+        frames = max(len(self._caller), len(self._agent)) // SAMPLE_BYTES
+        stereo = np.zeros((frames, 2), dtype=np.int16)
+        caller = np.frombuffer(bytes(self._caller), dtype=np.int16)
+        agent = np.frombuffer(bytes(self._agent), dtype=np.int16)
+        stereo[: len(caller), 0] = caller
+        stereo[: len(agent), 1] = agent
+        out = io.BytesIO()
+        with wave.open(out, "wb") as wav:
+            wav.setnchannels(2)
+            wav.setsampwidth(SAMPLE_BYTES)
+            wav.setframerate(INBOUND_RATE)
+            wav.writeframes(stereo.tobytes())
+        return out.getvalue()
+
+
+class RecordedOut:
+    """A session's AudioOut, with what it plays added to the recording, if there is one."""
+
+    def __init__(self, audio: AudioOut, recording: Callable[[], Recording | None]) -> None:
+        self._audio = audio
+        self._recording = recording
+        self.rate = audio.rate
+
+    @property
+    def played_samples(self) -> int:
+        return self._audio.played_samples
+
+    @property
+    def playing(self) -> bool:
+        return self._audio.playing
+
+    async def write(
+        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
+    ) -> int:
+        if self._recording() is None:
+            return await self._audio.write(pcm, on_start, session_id=session_id)
+
+        def started() -> None:
+            recording = self._recording()
+            if recording is not None:
+                recording.played(pcm, self.rate)
+            if on_start is not None:
+                on_start()
+
+        return await self._audio.write(pcm, started, session_id=session_id)
+
+    def pause(self) -> bool:
+        return self._audio.pause()
+
+    def resume(self) -> None:
+        self._audio.resume()
+
+    def clear(self) -> int:
+        recording = self._recording()
+        if recording is not None:
+            recording.cut()
+        return self._audio.clear()
+
+    async def wait_drained(self) -> None:
+        await self._audio.wait_drained()
