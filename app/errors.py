@@ -100,3 +100,14 @@ class CrossedSessions(VoiceAgentError):
 
 class EndOfStream(Exception):
     """A media source has no more frames."""
+
+
+class CallRejected(VoiceAgentError):
+    """An incoming phone call the application turned away (or let ring unanswered):
+    the SIP status the caller gets."""
+
+    type = "call_rejected"
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response, WebSocket
 from fastapi.responses import FileResponse, JSONResponse
@@ -34,6 +34,7 @@ from app.api.errors import error_body, validation_problems
 from app.api.signalling import secret_changes
 from app.api.sockets import POLICY_VIOLATION, admit, refuse, refusing
 from app.calls.call import CallConfig
+from app.calls.incoming import Accepted, Rejected
 from app.calls.live import changes_of, live_guest, open_live_webrtc, serve_live_websocket
 from app.calls.manager import CallManager
 from app.calls.sideband import control
@@ -48,7 +49,7 @@ from app.rtc.sdp import MAX_SDP_BYTES
 router = APIRouter(prefix="/live/sessions")
 
 MAX_CREATE_BYTES = MAX_SDP_BYTES + 512 * 1024  # the offer, and a config with its history
-NOT_YET = ("accept", "reject", "refer", "fork")
+NOT_YET = ("refer", "fork")
 
 
 class WebRtcTransport(BaseModel):
@@ -69,11 +70,7 @@ class CreateRequest(BaseModel):
 async def create(request: Request, calls: Calls) -> JSONResponse:
     """Answer a Live WebRTC offer. 400 bad SDP or session, 401 bad key, 413 too large,
     503 pool full (Retry-After) or not ready."""
-    raw = await read_limited(request, MAX_CREATE_BYTES)
-    try:
-        body = CreateRequest.model_validate_json(raw)
-    except ValidationError as exc:
-        raise BadRequest(validation_problems(exc)) from None
+    body = await _body(request, CreateRequest)
     answer, session_id = await open_live_webrtc(
         calls,
         body.transport.sdp,
@@ -94,6 +91,50 @@ async def hang_up(session_id: str, request: Request, calls: Calls) -> Response:
             error_body("invalid_request_error", f"no session {session_id!r}"), status_code=404
         )
     return Response(status_code=200)
+
+
+class AcceptRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    session: SessionConfig
+
+
+class RejectRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    status_code: int = Field(ge=400, le=699)
+
+
+@router.post("/{session_id}/accept", dependencies=[Depends(require_admin)])
+async def accept(session_id: str, request: Request, calls: Calls) -> Response:
+    """Answer a ringing phone call (from the live.transport.incoming webhook) as a Live
+    session with this config. 400 a config it cannot take, 404 no such call ringing."""
+    body = await _body(request, AcceptRequest)
+    try:
+        changes_of(calls, body.session)
+    except StartProblem as exc:
+        raise BadRequest(f"{exc.param}: {exc}") from None
+    calls.incoming.decide(session_id, Accepted(body.session))
+    return Response(status_code=200)
+
+
+@router.post("/{session_id}/reject", dependencies=[Depends(require_admin)])
+async def reject(session_id: str, request: Request, calls: Calls) -> Response:
+    """Turn a ringing phone call away with a SIP status (400-699)."""
+    body = await _body(request, RejectRequest)
+    calls.incoming.decide(session_id, Rejected(body.status_code))
+    return Response(status_code=200)
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+async def _body(request: Request, model: type[Model]) -> Model:
+    raw = await read_limited(request, MAX_CREATE_BYTES)
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise BadRequest(validation_problems(exc)) from None
 
 
 @router.post("/{session_id}/{action}", dependencies=[Depends(require_key)])

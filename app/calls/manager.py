@@ -24,6 +24,7 @@ from app.agent.responders import Responder
 from app.audio.echo import EchoReference, Played
 from app.calls.admission import Caller, RateLimit
 from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signalling
+from app.calls.incoming import IncomingCalls
 from app.calls.pool import Slot, SlotPool
 from app.calls.recordings import RecordingStore
 from app.errors import NotFound, NotReady, VoiceAgentError
@@ -54,6 +55,7 @@ class CallManager:
         self._calls: dict[str, Call] = {}
         self._audiences: dict[str, Audience] = {}  # made with a session, until it starts
         self.recordings = RecordingStore(settings.recordings)
+        self.incoming = IncomingCalls(settings.sip)
         vad = settings.vad
         echo_guard = vad.echo_guard or vad.echo_guard_phones
         audio = settings.audio
@@ -75,8 +77,11 @@ class CallManager:
 
     # --- what the builders use
 
-    def claim(self, via: str, caller: Caller) -> tuple[Responder, str, Slot]:
-        """What every new call starts with: the responder (or a refusal), an id, a slot.
+    def claim(
+        self, via: str, caller: Caller, session_id: str | None = None
+    ) -> tuple[Responder, str, Slot]:
+        """What every new call starts with: the responder (or a refusal), an id (a new
+        one, unless the call was given its own while it rang), a slot.
 
         A caller that is not vouched for is held to its address's rate of new calls
         and share of the slots (RateLimited, AddressLimitReached).
@@ -85,7 +90,7 @@ class CallManager:
             if not self.accepting:
                 raise NotReady("server is shutting down")
             responder = self.runtime.answering()
-            session_id = self._new_session_id()
+            session_id = session_id or self.new_session_id()
             if caller.limited:
                 assert caller.address is not None
                 self.call_rate.take(caller.address)
@@ -226,7 +231,7 @@ class CallManager:
 
     # --- a call's life
 
-    def _new_session_id(self) -> str:
+    def new_session_id(self) -> str:
         replica = self.settings.server.replica
         return new_id(f"sess_{replica}" if replica else "sess")
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 from starlette.websockets import WebSocket
 
 from app.calls.admission import ANYONE, Caller
-from app.calls.call import Call
+from app.calls.call import Call, configure
+from app.calls.live import changes_of, live_dialect
 from app.calls.manager import CallManager
-from app.realtime.dialect import NoChannel, RealtimeDialect
+from app.calls.webrtc import realtime_over_webrtc
+from app.events.channel import NoChannel
 from app.telephony.mediastream.playout import MarkedPlayout
 from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
-from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.sdp import AudioOffer
 from app.ws.transport import WsTransport
 
@@ -54,16 +56,32 @@ class SipCalls:
     def __init__(self, calls: CallManager) -> None:
         self._calls = calls
 
-    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ANYONE) -> SipLeg:
+    async def open_sip(
+        self,
+        offer: AudioOffer,
+        host: str,
+        caller: Caller = ANYONE,
+        invite: Invite | None = None,
+    ) -> SipLeg:
         """A SIP call answered on a fresh slot: RTP on `host`, the leg's port for the answer.
 
-        It has no event channel of its own; a sideband controller hears its events.
+        It has no event channel of its own; a sideband controller hears its events. With
+        a webhook set, the call rings until the application accepts it (a Live session,
+        with its config) or rejects it (CallRejected).
         """
         calls = self._calls
-        responder, session_id, slot = calls.claim("sip", caller)
+        session_id, make, changes = None, realtime_over_webrtc(calls.runtime.model), []
+        if calls.incoming.offered:
+            session_id = calls.new_session_id()
+            if invite is not None:
+                invite.ringing()
+            config = await calls.incoming.offer(session_id, invite.headers if invite else [])
+            make = live_dialect(calls, config, websocket=False)
+            changes = [changes_of(calls, config)]
+        responder, session_id, slot = calls.claim("sip", caller, session_id)
         leg = SipLeg(session_id, offer)
         try:
-            dialect = RealtimeDialect(NoChannel(), model=calls.runtime.model, webrtc=True)
+            dialect = make(NoChannel(), session_id)
             session = calls.session(
                 session_id,
                 responder,
@@ -74,6 +92,7 @@ class SipCalls:
                 played=leg.outbound,
             )
             dialect.attach(session)
+            configure(session, changes)
             await leg.open(host, session.push_audio, session.press)
         except BaseException:
             await leg.close()

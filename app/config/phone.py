@@ -29,6 +29,21 @@ class SipSettings(BaseModel):
     username: str = Field("", description="Digest authentication: callers must send this user.")
     password: str = Field("", description="Digest authentication password. Empty: none asked.")
     realm: str = Field("voice-agent", description="Digest authentication realm.")
+    webhook_url: str = Field(
+        "",
+        description="Offer each incoming call to this URL as Live's live.transport.incoming "
+        "webhook; it rings until the application accepts it (POST /live/sessions/{id}/"
+        "accept) or rejects it. Empty: every call is answered at once.",
+    )
+    webhook_secret: str = Field(
+        "",
+        description="The webhook's signing secret (whsec_...), for the application to check "
+        "its webhook-signature header (the openai SDK's webhooks.unwrap). Empty: unsigned.",
+    )
+    accept_timeout_s: float = Field(
+        10.0, gt=0, le=120, description="A call offered to the webhook and not accepted by "
+        "then is refused (480 Temporarily Unavailable).",
+    )  # fmt: skip
 
     @field_validator("allow", mode="before")
     @classmethod

@@ -5,7 +5,11 @@ frees the slot, and a call to a full pool is refused as busy."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.server
 import json
+import queue
+import threading
 import wave
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -158,18 +162,18 @@ async def test_a_live_sideband_steers_a_phone_call(
         assert [key.event for key in keys] == ["1", "#"]
         await until("session.usage.updated", count=2)  # the agent answered the keys
         await sideband.session.commentary.append(
-            content="Your table is booked for eight.", delegation_id=None
+            content="Your table is booked for tonight.", delegation_id=None
         )
         await until("session.usage.updated", count=3)
         told = [e.delta for e in seen if e.type == "session.output_transcript.delta"]
-        assert told[-1] == "Your table is booked for eight."
+        assert told[-1] == "Your table is booked for tonight."
         await phone.command("hangup")
         (closed,) = await until("session.closed")
         assert closed.reason == "remote_hangup"
     await until_in_use(agent_server.url, 0)
     reply = Resampler(48_000).pcm(_samples(phone.heard()), 8_000)
     said = transcribe(whisper, np.frombuffer(reply, np.int16))
-    assert {"table", "booked", "eight"} <= set(words(said)), f"the phone heard: {said!r}"
+    assert {"table", "booked", "tonight"} <= set(words(said)), f"the phone heard: {said!r}"
     await sdk.close()
 
 
@@ -197,6 +201,87 @@ async def test_a_full_pool_answers_busy_and_our_hangup_reaches_the_phone(
         ).status_code == 200
     await first.wait_for("CALL_CLOSED", timeout_s=15)
     assert (await until_in_use(server.url, 0))["in_use"] == 0
+
+
+class Webhooks:
+    """The application's webhook endpoint: what the server posted to it, in order."""
+
+    def __init__(self) -> None:
+        self.received: queue.Queue[tuple[bytes, dict[str, str]]] = queue.Queue()
+        received = self.received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.put((body, dict(self.headers.items())))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None: ...
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    async def next(self) -> tuple[bytes, dict[str, str]]:
+        return await asyncio.to_thread(self.received.get, True, 30)
+
+
+async def test_incoming_calls_ring_until_the_application_accepts_or_rejects_them(
+    start_server: Callable[..., ServerProcess],
+    speech: Callable[[str], Path],
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    """Live's live.transport.incoming webhook, signed, checked by the SDK's own
+    webhooks.unwrap; the SDK's sessions.accept answers the call as a Live session with
+    its config, and sessions.reject turns one away with the status asked for."""
+    hooks = Webhooks()
+    secret = "whsec_" + base64.b64encode(b"a secret of thirty-two bytes ok!").decode()
+    flags = ["--sip-webhook-url", hooks.url, "--sip-webhook-secret", secret]
+    server = start_server("--agent", "echo", "--sip-port", str(free_udp_port()), *flags)
+    sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything", webhook_secret=secret)
+    mic = microphone(speech("Hello there, can you hear me?"), tmp_path / "mic.wav")
+    try:
+        phone: Baresip = await phones(mic)
+        await phone.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
+        body, headers = await hooks.next()
+        event = sdk.webhooks.unwrap(body, headers)  # checks the signature
+        assert event.type == "live.transport.incoming"
+        session_id = event.data.session_id  # type: ignore[union-attr]
+        sip_headers = {h.name: h.value for h in event.data.sip_headers}  # type: ignore[union-attr]
+        assert sip_headers["To"].startswith("<sip:agent@")
+        await phone.wait_for("CALL_RINGING")
+        assert (await httpx.AsyncClient().get(f"{server.url}/v1/pool")).json()["in_use"] == 0, (
+            "a ringing call holds no slot"
+        )
+        await sdk.live.sessions.accept(
+            session_id, session={"type": "live", "model": "gpt-live-1", "instructions": "Hi."}
+        )
+        await phone.wait_for("CALL_ESTABLISHED")
+        async with sdk.live.sideband.connect(session_id=session_id) as sideband:
+            first = LIVE_SIDEBAND.validate_json(await sideband.recv_bytes())
+            assert first.type == "session.updated" and first.session.instructions == "Hi."
+            # The echo agent plays the caller back: a reply, as Live tells it.
+            while (event := LIVE_SIDEBAND.validate_json(await sideband.recv_bytes())).type != (
+                "session.usage.updated"
+            ):
+                pass
+        await phone.command("hangup")
+        await phone.wait_for("CALL_CLOSED")
+
+        second: Baresip = await phones(mic)
+        await second.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
+        body, headers = await hooks.next()
+        rejected = sdk.webhooks.unwrap(body, headers).data.session_id  # type: ignore[union-attr]
+        await sdk.live.sessions.reject(rejected, status_code=603)
+        closed = await second.wait_for("CALL_CLOSED")
+        assert "603" in closed.get("param", ""), closed
+        with pytest.raises(Exception, match="404"):
+            await sdk.live.sessions.accept(rejected, session={"type": "live", "model": "m"})
+    finally:
+        hooks.server.shutdown()
+        await sdk.close()
 
 
 def _samples(path: Path) -> np.ndarray:

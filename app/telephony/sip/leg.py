@@ -7,11 +7,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app.audio.playout import PacedPlayout
 from app.tasks import CloseOnce, cancel_task, spawn
 from app.telephony.sip.rtp import RtpStream
 from app.telephony.sip.sdp import AudioOffer
+
+
+@dataclass(frozen=True, slots=True)
+class Invite:
+    """What an incoming call's INVITE tells the application that decides on it."""
+
+    headers: list[tuple[str, str]]
+    ringing: Callable[[], None]  # sends 180 Ringing while it decides
 
 
 class SipLeg:

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import re
 
-from app.errors import AddressLimitReached, NotReady, RateLimited, SessionLimitReached
+from app.errors import (
+    AddressLimitReached,
+    CallRejected,
+    NotReady,
+    RateLimited,
+    SessionLimitReached,
+)
 from app.telephony.sip.sdp import BadSdp, NotAcceptable
 
 Headers = list[tuple[str, str]]
 # The refusals that are answers, not failures of ours.
-REFUSED = (NotAcceptable, BadSdp, SessionLimitReached, RateLimited, NotReady)
+REFUSED = (NotAcceptable, BadSdp, SessionLimitReached, RateLimited, NotReady, CallRejected)
+# The reason phrases of the statuses an application may reject a call with (RFC 3261 21).
+PHRASES = {
+    403: "Forbidden", 404: "Not Found", 480: "Temporarily Unavailable", 486: "Busy Here",
+    488: "Not Acceptable Here", 500: "Server Internal Error", 503: "Service Unavailable",
+    600: "Busy Everywhere", 603: "Decline",
+}  # fmt: skip
 
 
 def refusal(exc: Exception) -> tuple[int, str, Headers]:
@@ -31,6 +43,8 @@ def refusal(exc: Exception) -> tuple[int, str, Headers]:
             return 503, "Service Unavailable", _retry_after(exc)
         case NotReady():
             return 503, "Service Unavailable", [("Retry-After", "5"), ("Warning", warning(exc))]
+        case CallRejected(status=status):
+            return status, PHRASES.get(status, "Rejected"), [("Warning", warning(exc))]
         case _:
             return 500, "Server Internal Error", [("Warning", warning(exc))]
 

@@ -33,7 +33,7 @@ from app.telephony.sip.addresses import host_port, local_address
 from app.telephony.sip.answered import Answered
 from app.telephony.sip.auth import DigestAuth, SourceFilter
 from app.telephony.sip.dialog import Dialog
-from app.telephony.sip.leg import SipLeg
+from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.message import SipMessage, SipParseError
 from app.telephony.sip.refusals import REFUSED, refusal
 from app.telephony.sip.sdp import AudioOffer, NotAcceptable, answer, read_offer
@@ -50,7 +50,9 @@ DTMF_RELAY = re.compile(r"^Signal[ \t]*=[ \t]*(\S)", re.MULTILINE | re.IGNORECAS
 
 
 class Calls(Protocol):
-    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ...) -> SipLeg: ...
+    async def open_sip(
+        self, offer: AudioOffer, host: str, caller: Caller = ..., invite: Invite | None = None
+    ) -> SipLeg: ...
 
     async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool: ...
 
@@ -224,12 +226,18 @@ class SipServer(asyncio.DatagramProtocol):
             offer = read_offer(request.body.decode("utf-8", errors="replace"))
             offer = dataclasses.replace(offer, signalling_ip=source[0])
             caller = Caller(client_key(source[0]), vouched=self._vouched)
-            return await self._calls.open_sip(offer, self._host, caller), offer
+            invite = Invite(list(request.headers), lambda: self._ring(dialog))
+            return await self._calls.open_sip(offer, self._host, caller, invite), offer
         except Exception as exc:
             if not isinstance(exc, REFUSED):
                 log.exception("SIP call %s could not be set up", request.call_id[:LOG_CHARS])
             self._refuse(dialog, *refusal(exc))
         return None
+
+    def _ring(self, dialog: Dialog) -> None:
+        """180 Ringing, while the application decides (not after a CANCEL)."""
+        if not dialog.cancelled:
+            self._reply(dialog.invite, dialog.source, 180, "Ringing")
 
     async def _until_acked(self, dialog: Dialog) -> None:
         """Timer G: the 200 again, at T1 doubling to T2, until the ACK; timer H gives up."""

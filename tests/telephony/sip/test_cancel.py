@@ -23,7 +23,9 @@ class SlowCalls:
         self.hung_up: list[str] = []
         self.legs: list[SipLeg] = []
 
-    async def open_sip(self, offer: AudioOffer, host: str, caller: Caller = ANYONE) -> SipLeg:
+    async def open_sip(
+        self, offer: AudioOffer, host: str, caller: Caller = ANYONE, invite: object = None
+    ) -> SipLeg:
         await self.go_on.wait()
         leg = SipLeg("sess_slow", offer)
         await leg.open(host, lambda pcm: None, lambda key: None)

@@ -1,0 +1,114 @@
+"""Incoming phone calls offered to the application before they are answered, as Live's
+`live.transport.incoming` webhook does it: the call rings, the application is told, and
+it accepts the call (with the session it wants) or rejects it (with a SIP status).
+
+The webhook is signed as the Standard Webhooks specification has it (the openai SDK's
+`webhooks.unwrap` checks it) when a secret is set."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from app.config import SipSettings
+from app.errors import CallRejected, NotFound
+from app.ids import new_id
+from app.live.session_config import SessionConfig
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING = 64  # calls ringing at once, waiting for the application
+WEBHOOK_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    config: SessionConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    status: int
+
+
+Decision = Accepted | Rejected
+
+
+class IncomingCalls:
+    def __init__(self, settings: SipSettings) -> None:
+        self.url = settings.webhook_url
+        self._secret = settings.webhook_secret
+        self._timeout_s = settings.accept_timeout_s
+        self._pending: dict[str, asyncio.Future[Decision]] = {}
+
+    @property
+    def offered(self) -> bool:
+        """Calls are offered to the application before they are answered."""
+        return bool(self.url)
+
+    async def offer(self, session_id: str, headers: list[tuple[str, str]]) -> SessionConfig:
+        """Tell the application about a call and wait for its decision: the accepted
+        session's config, or CallRejected (rejected, unanswered, or no webhook reached)."""
+        if len(self._pending) >= MAX_PENDING:
+            raise CallRejected(503, "too many calls are waiting for the application")
+        decided = self._pending[session_id] = asyncio.get_running_loop().create_future()
+        try:
+            await self._tell(session_id, headers)
+            async with asyncio.timeout(self._timeout_s):
+                decision = await decided
+        except TimeoutError:
+            raise CallRejected(480, "the application did not accept the call in time") from None
+        finally:
+            self._pending.pop(session_id, None)
+        if isinstance(decision, Rejected):
+            raise CallRejected(decision.status, "the application rejected the call")
+        return decision.config
+
+    def decide(self, session_id: str, decision: Decision) -> None:
+        """The application's answer (NotFound: no such call is ringing)."""
+        decided = self._pending.get(session_id)
+        if decided is None or decided.done():
+            raise NotFound(f"no incoming call {session_id!r} is waiting")
+        decided.set_result(decision)
+
+    async def _tell(self, session_id: str, headers: list[tuple[str, str]]) -> None:
+        event = {
+            "id": new_id("evt"),
+            "object": "event",
+            "created_at": int(time.time()),
+            "type": "live.transport.incoming",
+            "data": {
+                "session_id": session_id,
+                "type": "sip",
+                "sip_headers": [{"name": name, "value": value} for name, value in headers
+                                if name.lower() not in ("authorization", "proxy-authorization")],
+                "sip_media_security": "rtp",
+            },
+        }  # fmt: skip
+        body = json.dumps(event)
+        try:
+            async with httpx.AsyncClient(timeout=WEBHOOK_TIMEOUT_S) as http:
+                response = await http.post(self.url, content=body, headers=self._signed(body))
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            log.warning("incoming call webhook failed: %s", exc, extra={"session_id": session_id})
+            raise CallRejected(503, f"the application's webhook failed: {exc}") from exc
+
+    def _signed(self, body: str) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if not self._secret:
+            return headers
+        webhook_id, timestamp = new_id("wh"), str(int(time.time()))
+        key = base64.b64decode(self._secret.removeprefix("whsec_"))
+        digest = hmac.new(key, f"{webhook_id}.{timestamp}.{body}".encode(), hashlib.sha256)
+        signature = base64.b64encode(digest.digest()).decode()
+        return {**headers, "webhook-id": webhook_id, "webhook-timestamp": timestamp,
+                "webhook-signature": f"v1,{signature}"}  # fmt: skip
