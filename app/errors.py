@@ -111,3 +111,9 @@ class CallRejected(VoiceAgentError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class TransferFailed(VoiceAgentError):
+    """A call could not be transferred: the caller's side refused or never answered."""
+
+    type = "transfer_failed"

@@ -19,6 +19,7 @@ from app.errors import (
     SessionLimitReached,
     SignallingError,
     TooLarge,
+    TransferFailed,
     Unauthorized,
     VoiceAgentError,
 )
@@ -108,6 +109,10 @@ def install(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=exc.headers,
         )
+
+    @app.exception_handler(TransferFailed)
+    async def _transfer(_: Request, exc: TransferFailed) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=502)
 
     @app.exception_handler(VoiceAgentError)
     async def _other(_: Request, exc: VoiceAgentError) -> JSONResponse:

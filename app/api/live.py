@@ -37,6 +37,7 @@ from app.calls.call import CallConfig
 from app.calls.incoming import Accepted, Rejected
 from app.calls.live import changes_of, live_guest, open_live_webrtc, serve_live_websocket
 from app.calls.manager import CallManager
+from app.calls.phone import transfer
 from app.calls.sideband import control
 from app.errors import BadRequest, NotFound
 from app.events.channel import as_json, decode
@@ -49,7 +50,7 @@ from app.rtc.sdp import MAX_SDP_BYTES
 router = APIRouter(prefix="/live/sessions")
 
 MAX_CREATE_BYTES = MAX_SDP_BYTES + 512 * 1024  # the offer, and a config with its history
-NOT_YET = ("refer", "fork")
+NOT_YET = ("fork",)
 
 
 class WebRtcTransport(BaseModel):
@@ -127,6 +128,21 @@ async def reject(session_id: str, request: Request, calls: Calls) -> Response:
 
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class ReferRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    target_uri: str = Field(min_length=1, max_length=256)
+
+
+@router.post("/{session_id}/refer", dependencies=[Depends(require_admin)])
+async def refer(session_id: str, request: Request, calls: Calls) -> Response:
+    """Transfer a SIP call (REFER): 200 once the caller's side has taken it; 400 a bad
+    target, 404 no such SIP call, 502 the caller's side refused or did not answer."""
+    body = await _body(request, ReferRequest)
+    await transfer(calls, session_id, body.target_uri)
+    return Response(status_code=200)
 
 
 async def _body(request: Request, model: type[Model]) -> Model:

@@ -11,11 +11,13 @@ from app.calls.call import Call, configure
 from app.calls.live import changes_of, live_dialect
 from app.calls.manager import CallManager
 from app.calls.webrtc import realtime_over_webrtc
+from app.errors import BadRequest, NotFound
 from app.events.channel import NoChannel
 from app.telephony.mediastream.playout import MarkedPlayout
 from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
 from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.sdp import AudioOffer
+from app.telephony.sip.transfer import valid_target
 from app.ws.transport import WsTransport
 
 
@@ -105,3 +107,16 @@ class SipCalls:
         """End a call: we hung up, or (`caller_left`) the caller did, with a BYE."""
         reason = "peer_closed" if caller_left else "hangup"
         return await self._calls.hang_up(session_id, reason=reason)
+
+
+async def transfer(calls: CallManager, session_id: str, target: str) -> None:
+    """Send a live SIP call to `target` (REFER): NotFound for no such SIP call, BadRequest
+    for a target that is not a sip:, sips: or tel: URI, TransferFailed if the caller's
+    side will not."""
+    call = calls.find(session_id)
+    leg = call.transport if call is not None else None
+    if not isinstance(leg, SipLeg) or leg.transfer is None:
+        raise NotFound(f"no SIP call {session_id!r} to transfer")
+    if not valid_target(target):
+        raise BadRequest("target_uri: a sip:, sips: or tel: URI, without spaces or <>")
+    await leg.transfer(target)

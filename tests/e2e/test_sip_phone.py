@@ -284,6 +284,37 @@ async def test_incoming_calls_ring_until_the_application_accepts_or_rejects_them
         await sdk.close()
 
 
+async def test_a_call_transferred_with_refer(
+    start_server: Callable[..., ServerProcess],
+    speech: Callable[[str], Path],
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    """The SDK's sessions.refer sends a SIP REFER: the phone calls the target (here, the
+    agent again), and once that call is up the first one ends."""
+    server = start_server("--agent", "echo", "--sip-port", str(free_udp_port()))
+    sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything")
+    phone: Baresip = await phones(microphone(speech("Hello."), tmp_path / "mic.wav"))
+    target = f"sip:agent@127.0.0.1:{server.sip_port}"
+    await phone.command("dial", target)
+    await phone.wait_for("CALL_ESTABLISHED")
+    first = await sip_session(server)
+    with pytest.raises(Exception, match="400"):
+        await sdk.live.sessions.refer(first, target_uri="http://example.com")
+    with pytest.raises(Exception, match="404"):
+        await sdk.live.sessions.refer("sess_none", target_uri=target)
+    await sdk.live.sessions.refer(first, target_uri=target)
+    async with asyncio.timeout(30):
+        while True:
+            pool = (await httpx.AsyncClient().get(f"{server.url}/v1/pool")).json()
+            sessions = {s["session_id"] for s in pool["slots"] if s["transport"] == "sip"}
+            if sessions and first not in sessions:
+                break
+            await asyncio.sleep(0.2)
+    assert len(sessions) == 1, "the new call is up, and the transferred one is over"
+    await sdk.close()
+
+
 def _samples(path: Path) -> np.ndarray:
     with wave.open(str(path)) as wav:
         assert wav.getframerate() == 8_000 and wav.getnchannels() == 1

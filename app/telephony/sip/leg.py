@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.audio.playout import PacedPlayout
@@ -35,6 +35,8 @@ class SipLeg:
         self.connected = asyncio.Event()  # the caller's ACK
         self.ended = asyncio.Event()
         self.on_close: Callable[[], None] = lambda: None  # the SIP side: BYE, if still up
+        # Asks the caller to call another address (REFER): set by the SIP side.
+        self.transfer: Callable[[str], Awaitable[None]] | None = None
         self._sender: asyncio.Task[None] | None = None
         self._closer = CloseOnce(self._close, f"{session_id}:sip-close")
 

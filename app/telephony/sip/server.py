@@ -19,6 +19,7 @@ needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -27,6 +28,7 @@ from typing import Protocol, cast
 
 from app.calls.admission import Caller, client_key
 from app.config import SipSettings
+from app.errors import TransferFailed
 from app.tasks import TaskSet
 from app.telephony.sip import message as sip
 from app.telephony.sip.addresses import host_port, local_address
@@ -37,12 +39,13 @@ from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.message import SipMessage, SipParseError
 from app.telephony.sip.refusals import REFUSED, refusal
 from app.telephony.sip.sdp import AudioOffer, NotAcceptable, answer, read_offer
+from app.telephony.sip.transfer import transfer_status
 
 log = logging.getLogger(__name__)
 
 T1_S, T2_S = 0.5, 4.0  # RFC 3261's retransmission timers
 TIMEOUT_S = 64 * T1_S  # timer B/F/H: a transaction gives up
-ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
 MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
 TRYING_S = 0.2  # RFC 3261 17.2.1: 100 Trying if the answer takes longer than this
 LOG_CHARS = 64  # of a client's string (a Call-ID) in a log line
@@ -73,7 +76,8 @@ class SipServer(asyncio.DatagramProtocol):
         self._vouched = bool(settings.allow) or self._auth is not None
         self._dialogs: dict[str, Dialog] = {}  # by Call-ID
         self._answered = Answered()  # final responses, for retransmitted requests
-        self._pending: dict[str, asyncio.Event] = {}  # our requests' branches, until answered
+        # Our requests' branches, until answered: their final responses.
+        self._pending: dict[str, asyncio.Future[SipMessage]] = {}
         self._tasks = TaskSet()  # answering INVITEs, hanging up on BYEs, our own BYEs
         self._transport: asyncio.DatagramTransport | None = None
         self.port = 0
@@ -153,6 +157,8 @@ class SipServer(asyncio.DatagramProtocol):
                             headers=[("Allow", ALLOW), ("Accept", "application/sdp")])  # fmt: skip
             case "INFO":
                 self._info(request, source)
+            case "NOTIFY":
+                self._notify(request, source)
             case _:
                 self._reply(request, source, 405, "Method Not Allowed", headers=[("Allow", ALLOW)])
 
@@ -203,12 +209,13 @@ class SipServer(asyncio.DatagramProtocol):
         leg, offer = answered
         dialog.leg = leg
         leg.on_close = lambda: self._leg_closed(dialog)
+        leg.transfer = lambda target: self._transfer(dialog, target)
         if dialog.cancelled:
             self._refuse(dialog, 487, "Request Terminated")
             await self._calls.hang_up(leg.session_id)
             return
         address = self.settings.public_address or local_address(source[0], self._host)
-        contact = f"<sip:agent@{host_port(address, self.port)}>"
+        contact = self._contact(dialog)
         body = answer(offer, address, leg.port).encode()
         dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
                                     headers=[("Contact", contact), ("Allow", ALLOW),
@@ -334,8 +341,8 @@ class SipServer(asyncio.DatagramProtocol):
 
     def _response_received(self, response: SipMessage) -> None:
         done = self._pending.get(response.branch)
-        if done is not None and response.status >= 200:
-            done.set()
+        if done is not None and response.status >= 200 and not done.done():
+            done.set_result(response)
 
     # --- out ----------------------------------------------------------------------------
 
@@ -348,8 +355,50 @@ class SipServer(asyncio.DatagramProtocol):
         self._tasks.spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
 
     async def _send_bye(self, dialog: Dialog) -> None:
-        """Timer E: BYE again at T1 doubling to T2 until any final response, or timer F."""
+        if await self._request(dialog, "BYE") is None:
+            log.warning(
+                "SIP call %s: our BYE was never answered", dialog.invite.call_id[:LOG_CHARS]
+            )
+
+    async def _transfer(self, dialog: Dialog, target: str) -> None:
+        """Ask the caller to call `target` instead (REFER, RFC 3515); TransferFailed if it
+        will not. Its NOTIFY saying the new call is up ends ours."""
+        contact = self._contact(dialog)
+        response = await self._request(
+            dialog, "REFER", [("Refer-To", f"<{target}>"), ("Referred-By", contact),
+                              ("Contact", contact)],
+        )  # fmt: skip
+        if response is None:
+            raise TransferFailed("the caller did not answer the transfer (REFER)")
+        if not 200 <= response.status < 300:
+            raise TransferFailed(f"the caller refused the transfer: {response.status} "
+                                 f"{response.reason}")  # fmt: skip
+        session_id = dialog.leg.session_id if dialog.leg else None
+        log.info("SIP call %s: transfer to %s accepted", dialog.invite.call_id[:LOG_CHARS],
+                 target, extra={"session_id": session_id})  # fmt: skip
+
+    def _notify(self, request: SipMessage, source: tuple[str, int]) -> None:
+        """How a transfer we asked for went: once the new call is up, ours is over."""
+        dialog = self._in_dialog(request)
+        if dialog is None or dialog.leg is None:
+            self._reply(request, source, 481, "Call/Transaction Does Not Exist")
+            return
+        self._reply(request, source, 200, "OK")
+        status = transfer_status(request)
+        if status is not None and 200 <= status < 300:
+            hanging_up = self._calls.hang_up(dialog.leg.session_id)
+            self._tasks.spawn(hanging_up, f"sip:{request.call_id[:24]}:transferred")
+
+    async def _request(
+        self,
+        dialog: Dialog,
+        method: str,
+        extra: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    ) -> SipMessage | None:
+        """Our request within the call, again at T1 doubling to T2 until its final
+        response (timer E), or timer F: that response, or None."""
         invite, branch = dialog.invite, sip.new_branch()
+        dialog.cseq += 1
         target = sip.uri_of(invite.get("Contact") or "") or invite.uri
         address = self.settings.public_address or local_address(dialog.source[0], self._host)
         headers = [
@@ -358,24 +407,27 @@ class SipServer(asyncio.DatagramProtocol):
             ("From", f"{invite.get('To')};tag={dialog.local_tag}"),
             ("To", invite.get("From") or ""),
             ("Call-ID", invite.call_id),
-            ("CSeq", f"{dialog.cseq} BYE"),
+            ("CSeq", f"{dialog.cseq} {method}"),
             *(("Route", route) for route in invite.all("Record-Route")),
+            *extra,
         ]
-        data = sip.request("BYE", target, headers)
-        done = self._pending[branch] = asyncio.Event()
+        data = sip.request(method, target, headers)
+        done = self._pending[branch] = asyncio.get_running_loop().create_future()
         interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
         try:
-            while not done.is_set() and time.monotonic() < deadline:
+            while not done.done() and time.monotonic() < deadline:
                 self._send(data, dialog.source)
-                try:
+                with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(interval):
-                        await done.wait()
-                except TimeoutError:
-                    interval = min(interval * 2, T2_S)
+                        await asyncio.shield(done)
+                interval = min(interval * 2, T2_S)
         finally:
             self._pending.pop(branch, None)
-        if not done.is_set():
-            log.warning("SIP call %s: our BYE was never answered", invite.call_id[:LOG_CHARS])
+        return done.result() if done.done() else None
+
+    def _contact(self, dialog: Dialog) -> str:
+        address = self.settings.public_address or local_address(dialog.source[0], self._host)
+        return f"<sip:agent@{host_port(address, self.port)}>"
 
     def _reply(
         self,
