@@ -19,6 +19,7 @@ from app.events.channel import EventChannel, NoChannel
 from app.live.dialect import LiveDialect
 from app.live.session_config import SessionConfig, StartProblem, audio_format, expiry, to_changes
 from app.session.options import OptionChanges
+from app.telephony.sip.leg import SipLeg
 
 # How far ahead of playout a Live WebSocket is sent reply audio: Live tells a client
 # nothing to truncate, so what it holds is what it plays after an interruption.
@@ -113,7 +114,7 @@ def live_guest(calls: CallManager) -> Callable[[Call], EventDialect]:
 
     def guest(call: Call) -> EventDialect:
         session_id = call.session.id
-        return LiveDialect(
+        dialect = LiveDialect(
             NoChannel(),
             model=calls.runtime.model,
             expires_at=time.time()
@@ -122,5 +123,8 @@ def live_guest(calls: CallManager) -> Callable[[Call], EventDialect]:
             stop=lambda: calls.stop(session_id, "close_requested"),
             began=call.started,
         )
+        if isinstance(call.transport, SipLeg):
+            dialect.keypad = call.transport.send_key
+        return dialect
 
     return guest

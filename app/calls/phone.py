@@ -13,6 +13,7 @@ from app.calls.manager import CallManager
 from app.calls.webrtc import realtime_over_webrtc
 from app.errors import BadRequest, NotFound
 from app.events.channel import NoChannel
+from app.live.dialect import LiveDialect
 from app.telephony.mediastream.playout import MarkedPlayout
 from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
 from app.telephony.sip.leg import Invite, SipLeg
@@ -84,6 +85,8 @@ class SipCalls:
         leg = SipLeg(session_id, offer)
         try:
             dialect = make(NoChannel(), session_id)
+            if isinstance(dialect, LiveDialect):
+                dialect.keypad = leg.send_key
             session = calls.session(
                 session_id,
                 responder,

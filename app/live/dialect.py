@@ -91,6 +91,8 @@ class LiveDialect:
         self._initial = list(initial)
         self._stop = stop
         self._record_s = record_s
+        # Presses a key to the caller: a SIP call's, set by its builder.
+        self.keypad: Callable[[str], None] | None = None
         self._started_by = started_by
 
     def attach(self, session: Session) -> None:
@@ -257,10 +259,8 @@ class LiveDialect:
                 )
             case cmd.FixturePlay(audio=audio):
                 self._play_fixture(audio, client_event_id)
-            case cmd.DtmfSend():
-                raise cmd.BadEvent(
-                    f"{command.type} is not supported by this server yet", "unsupported", "type"
-                )
+            case cmd.DtmfSend(event=key):
+                self._press(key, sender, client_event_id)
         session.touch()
 
     def _context(
@@ -296,6 +296,16 @@ class LiveDialect:
         self._fixture = (self.session.announce(audio24k=pcm), client_event_id)
         self._hear()
         self._send(events.acknowledged("session.output_audio.fixture.playing", client_event_id))
+
+    def _press(self, key: str, sender: EventChannel, client_event_id: str | None) -> None:
+        """transport.dtmf.send: a key pressed to a SIP caller; told to the sideband."""
+        if self.keypad is None:
+            raise cmd.BadEvent("transport.dtmf.send is for SIP calls only", "invalid_request")
+        try:
+            self.keypad(key)
+        except ValueError as exc:
+            raise cmd.BadEvent(str(exc), "dtmf_unavailable", "event") from None
+        self._send(events.dtmf_sent(key, client_event_id), to=sender)
 
     def _hear(self) -> None:
         """The agent hears silence while the client has muted it, or a fixture plays."""

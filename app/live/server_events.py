@@ -77,6 +77,10 @@ def dtmf_received(key: str) -> Event:
     return _event("transport.dtmf.received", event=key)
 
 
+def dtmf_sent(key: str, client_event_id: str | None) -> Event:
+    return _event("transport.dtmf.sent", client_event_id, event=key)
+
+
 def error(
     message: str,
     code: str,

@@ -161,6 +161,12 @@ async def test_a_live_sideband_steers_a_phone_call(
         keys = await until("transport.dtmf.received", count=2)
         assert [key.event for key in keys] == ["1", "#"]
         await until("session.usage.updated", count=2)  # the agent answered the keys
+        # And a key pressed to the caller (RFC 4733), confirmed to the sideband.
+        await sideband.transport.dtmf.send(event="5", event_id="evt_key")
+        (sent,) = await until("transport.dtmf.sent")
+        assert (sent.event, sent.client_event_id) == ("5", "evt_key")
+        pressed = await phone.wait_for("CALL_DTMF_START")
+        assert pressed.get("param") == "5", pressed
         await sideband.session.commentary.append(
             content="Your table is booked for tonight.", delegation_id=None
         )

@@ -189,6 +189,8 @@ async def test_refusals_name_the_event_and_the_session_goes_on() -> None:
     client.send({"type": "session.commentary.append", "content": "", "delegation_id": None})
     client.send({"type": "session.input_audio.append", "audio": "%%%"})
     client.send({"type": "session.output_audio.fixture.play", "audio": "AAA"})
+    client.send({"type": "transport.dtmf.send", "event": "5"})  # not a SIP call
+    client.send({"type": "transport.dtmf.send", "event": "X"})
     codes = [(e["error"]["code"], e["error"].get("param")) for e in client.of("error")]
     assert codes == [
         ("invalid_json", None),
@@ -197,6 +199,8 @@ async def test_refusals_name_the_event_and_the_session_goes_on() -> None:
         ("invalid_value", "content"),
         ("invalid_audio", "audio"),
         ("invalid_audio", "audio"),
+        ("invalid_request", None),
+        ("invalid_value", "event"),
     ]
     assert client.of("error")[1]["client_event_id"] == "s2"
     client.send({"type": "session.close"})

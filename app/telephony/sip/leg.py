@@ -60,6 +60,12 @@ class SipLeg:
                 await self.connected.wait()
         return self.connected.is_set() and not self.ended.is_set()
 
+    def send_key(self, key: str) -> None:
+        """Press a key to the caller (RFC 4733; ValueError if it cannot be sent)."""
+        if self.rtp is None:
+            raise ValueError("the call's media is not up yet")
+        self.rtp.send_key(key)
+
     def last_input_at(self) -> float | None:
         return self.rtp.last_input_at if self.rtp is not None else None
 

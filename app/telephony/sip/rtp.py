@@ -1,5 +1,5 @@
 """Plain RTP for a SIP call (RFC 3550): G.711 both ways in 20 ms packets, and RFC 4733
-keypad events in. No SRTP and no jitter buffer: a phone or PBX on the same network
+keypad events both ways. No SRTP and no jitter buffer: a phone or PBX on the same network
 delivers in order, and the VAD copes with a lost 20 ms.
 
 Symmetric RTP: we send to where the caller's packets come from (a caller behind NAT
@@ -18,6 +18,7 @@ import logging
 import secrets
 import struct
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -94,6 +95,41 @@ class KeyEvents:
         return KEYS[packet.payload[0]]
 
 
+class KeySender:
+    """RFC 4733 presses to send: each in place of 100 ms of the agent's voice, as 5
+    packets of growing duration then 3 marking its end, all with its start timestamp."""
+
+    PRESS_PACKETS = 5
+    END_PACKETS = 3
+    VOLUME = 10  # -10 dBm0
+
+    def __init__(self) -> None:
+        self._queue: deque[int] = deque(maxlen=32)
+        self._key: int | None = None
+        self._sent = 0
+
+    def add(self, key: str) -> None:
+        self._queue.append(KEYS.index(key))
+
+    @property
+    def busy(self) -> bool:
+        return self._key is not None or bool(self._queue)
+
+    def next_payload(self) -> tuple[bytes, bool, bool]:
+        """The next packet's payload, whether it starts a press, whether it ends one."""
+        if self._key is None:
+            self._key, self._sent = self._queue.popleft(), 0
+        self._sent += 1
+        ending = self._sent > self.PRESS_PACKETS
+        duration = min(self._sent, self.PRESS_PACKETS) * FRAME_SAMPLES
+        flags = (0x80 if ending else 0) | self.VOLUME
+        payload = struct.pack("!BBH", self._key, flags, duration)
+        first, last = self._sent == 1, self._sent == self.PRESS_PACKETS + self.END_PACKETS
+        if last:
+            self._key = None
+        return payload, first, last
+
+
 # Ports the OS picks are odd half the time; this many odd ones in a row are kept.
 EVEN_PORT_TRIES = 8
 # In-sequence packets (one SSRC, consecutive numbers) that make a source from another
@@ -124,6 +160,7 @@ class RtpStream(asyncio.DatagramProtocol):
         self.latched = asyncio.Event()  # the caller's RTP came: we may send
         self._resampler = Resampler(INBOUND_RATE)
         self._keys = KeyEvents()
+        self._keys_out = KeySender()
         self._transport: asyncio.DatagramTransport | None = None
         self._ssrc = secrets.randbits(32)
         self._sequence = secrets.randbits(16)
@@ -187,24 +224,45 @@ class RtpStream(asyncio.DatagramProtocol):
             del self._runs[next(iter(self._runs))]
         return run
 
+    def send_key(self, key: str) -> None:
+        """Press a key to the caller (RFC 4733); ValueError for what is not a key, or a
+        call that did not offer telephone-event."""
+        if key not in KEYS or len(key) != 1:
+            raise ValueError(f"not a keypad key: {key[:8]!r}")
+        if self.offer.dtmf_payload_type is None:
+            raise ValueError("the caller's phone did not offer telephone-event (RFC 4733)")
+        self._keys_out.add(key)
+
     async def send_from(self, playout: PacedPlayout) -> None:
         """Send the agent's voice, paced by its playout, from the caller's first packet
-        on, until the playout stops or the socket closes."""
+        on, until the playout stops or the socket closes; a key pressed to the caller
+        goes in place of the voice meanwhile."""
         await self.latched.wait()
         first = True
+        press_at: int | None = None  # a press's packets all carry its start timestamp
         while self._transport is not None and not self._transport.is_closing():
             pcm = await playout.next_pcm()
             if not playout.live:
                 return
+            if self._keys_out.busy and self.offer.dtmf_payload_type is not None:
+                event, starts, ends = self._keys_out.next_payload()
+                press_at = self._timestamp if starts else press_at
+                assert press_at is not None
+                self._out(RtpPacket(self.offer.dtmf_payload_type, self._sequence, press_at,
+                                    self._ssrc, event, marker=starts))  # fmt: skip
+                self._timestamp = (self._timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
+                continue
             payload = g711.encode(pcm, self.offer.law)
-            packet = RtpPacket(self.offer.payload_type, self._sequence, self._timestamp,
-                               self._ssrc, payload, marker=first)  # fmt: skip
-            assert self._remote is not None
-            self._transport.sendto(build(packet), self._remote)
-            self.packets_out += 1
+            self._out(RtpPacket(self.offer.payload_type, self._sequence, self._timestamp,
+                                self._ssrc, payload, marker=first))  # fmt: skip
             first = False
-            self._sequence = (self._sequence + 1) & 0xFFFF
             self._timestamp = (self._timestamp + len(payload)) & 0xFFFFFFFF
+
+    def _out(self, packet: RtpPacket) -> None:
+        assert self._remote is not None and self._transport is not None
+        self._transport.sendto(build(packet), self._remote)
+        self.packets_out += 1
+        self._sequence = (self._sequence + 1) & 0xFFFF
 
     def close(self) -> None:
         if self._transport is not None:

@@ -1,8 +1,12 @@
-"""What a transfer may target, and what a caller's NOTIFY says of the new call."""
+"""What a transfer may target, what a caller's NOTIFY says of the new call, and keys
+pressed to a caller."""
 
 from __future__ import annotations
 
+import struct
+
 from app.telephony.sip.message import SipMessage
+from app.telephony.sip.rtp import KeySender
 from app.telephony.sip.transfer import transfer_status, valid_target
 
 
@@ -22,3 +26,16 @@ def test_a_notify_says_how_the_new_call_went() -> None:
     assert transfer_status(notify("refer;id=7", b"SIP/2.0 100 Trying")) == 100
     assert transfer_status(notify("presence", b"SIP/2.0 200 OK")) is None
     assert transfer_status(notify("refer", b"nonsense")) is None
+
+
+def test_a_key_pressed_to_the_caller_is_eight_rfc_4733_packets() -> None:
+    sender = KeySender()
+    sender.add("#")
+    packets = [sender.next_payload() for _ in range(8)]
+    assert not sender.busy
+    events = [struct.unpack("!BBH", payload) for payload, _, _ in packets]
+    assert {event for event, _, _ in events} == {11}, "# is event 11"
+    assert [duration for _, _, duration in events] == [160, 320, 480, 640, 800, 800, 800, 800]
+    assert [bool(flags & 0x80) for _, flags, _ in events] == [False] * 5 + [True] * 3
+    assert [first for _, first, _ in packets] == [True] + [False] * 7
+    assert [last for _, _, last in packets] == [False] * 7 + [True]
