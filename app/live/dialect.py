@@ -25,6 +25,7 @@ from app.events.channel import Broadcast, Event, EventChannel, as_json, decode
 from app.live import client_events as cmd
 from app.live import server_events as events
 from app.live.delegation import Delegations
+from app.live.reflection import Reflection
 from app.live.session_config import (
     PARAMS,
     Delegation,
@@ -91,6 +92,7 @@ class LiveDialect:
         self._initial = list(initial)
         self._stop = stop
         self._record_s = record_s
+        self._reflection: Reflection | None = None  # the audio, while sidebands watch
         # Presses a key to the caller: a SIP call's, set by its builder.
         self.keypad: Callable[[str], None] | None = None
         self._started_by = started_by
@@ -132,12 +134,23 @@ class LiveDialect:
         self._send(events.started(self._describe(), self._started_by))
 
     def watch(self, controller: EventChannel) -> None:
-        """A sideband controller joins: it hears every event and may send its own."""
+        """A sideband controller joins: it hears every event, and the call's audio both
+        ways, and may send its own."""
         self._out.watch(controller)
         self._send(events.updated(self._describe()), to=controller)
+        if self._reflection is None:
+            self._reflection = Reflection(self._to_sidebands, self.now_ms)
+            self.session.taps.add(self._reflection)
 
     def unwatch(self, controller: EventChannel) -> None:
         self._out.unwatch(controller)
+        if not self._out.watchers and self._reflection is not None:
+            self.session.taps.remove(self._reflection)
+            self._reflection = None
+
+    def _to_sidebands(self, event: Event) -> None:
+        for watcher in self._out.watchers:
+            self._send(event, to=watcher)
 
     def receive(self, data: str | bytes, source: EventChannel | None = None) -> None:
         for _ in self._receive(data, source):
@@ -212,8 +225,7 @@ class LiveDialect:
                     self._hear()
                 self._send(events.usage(self._seconds()))
             case msg.KeyPressed(key):
-                for watcher in self._out.watchers:  # Live tells only the sideband
-                    self._send(events.dtmf_received(key), to=watcher)
+                self._to_sidebands(events.dtmf_received(key))  # Live tells only them
             case msg.Problem(code, text):
                 self._send(events.error(text, code, type_="server_error"))
 

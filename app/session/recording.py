@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import io
 import wave
-from collections.abc import Callable
 
 import numpy as np
 
 from app.audio.resample import Resampler
-from app.session.speaking.audio_out import AudioOut
 from app.vocab.pcm import INBOUND_RATE
 
 SAMPLE_BYTES = 2
 
 
 class Recording:
+    """An AudioTap (session/taps.py)."""
+
     def __init__(self, max_s: float) -> None:
         self._max_bytes = int(max_s * INBOUND_RATE) * SAMPLE_BYTES
         self._caller = bytearray()
@@ -63,50 +63,3 @@ class Recording:
             wav.setframerate(INBOUND_RATE)
             wav.writeframes(stereo.tobytes())
         return out.getvalue()
-
-
-class RecordedOut:
-    """A session's AudioOut, with what it plays added to the recording, if there is one."""
-
-    def __init__(self, audio: AudioOut, recording: Callable[[], Recording | None]) -> None:
-        self._audio = audio
-        self._recording = recording
-        self.rate = audio.rate
-
-    @property
-    def played_samples(self) -> int:
-        return self._audio.played_samples
-
-    @property
-    def playing(self) -> bool:
-        return self._audio.playing
-
-    async def write(
-        self, pcm: bytes, on_start: Callable[[], None] | None = None, *, session_id: str = ""
-    ) -> int:
-        if self._recording() is None:
-            return await self._audio.write(pcm, on_start, session_id=session_id)
-
-        def started() -> None:
-            recording = self._recording()
-            if recording is not None:
-                recording.played(pcm, self.rate)
-            if on_start is not None:
-                on_start()
-
-        return await self._audio.write(pcm, started, session_id=session_id)
-
-    def pause(self) -> bool:
-        return self._audio.pause()
-
-    def resume(self) -> None:
-        self._audio.resume()
-
-    def clear(self) -> int:
-        recording = self._recording()
-        if recording is not None:
-            recording.cut()
-        return self._audio.clear()
-
-    async def wait_drained(self) -> None:
-        await self._audio.wait_drained()

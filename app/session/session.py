@@ -33,7 +33,7 @@ from app.session.options import (
     TurnDetectionChange,
     changed_options,
 )
-from app.session.recording import RecordedOut, Recording
+from app.session.recording import Recording
 from app.session.refusals import (
     CannotAnswerText,
     NoActiveResponse,
@@ -45,6 +45,7 @@ from app.session.speaking.answer import Answerer
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.backend import Backend
 from app.session.speaking.reply import Emit, Reply
+from app.session.taps import TappedOut, Taps
 from app.session.usage import Usage
 from app.tasks import CloseOnce, cancel_task, spawn
 from app.vocab.languages import AUTO
@@ -101,6 +102,7 @@ class Session:
             )
         limit = settings.llm.max_history_messages
         self.history = History(limit * HISTORY_PROMPTS)
+        self.taps = Taps()  # who else hears the call's audio (a recording, a sideband)
         self.usage = Usage()
         self.backend = Backend(session_id, responder, self.usage)
         self.items = Items(self.history, emit, lambda: self.reply, settings.limits)
@@ -125,7 +127,7 @@ class Session:
             responder,
             history=self.history,
             prompt_limit=limit,
-            audio=RecordedOut(audio, lambda: self.recording),
+            audio=TappedOut(audio, self.taps),
             emit=emit,
             usage=self.usage,
             fallback=settings.tts.fallback_speech,
@@ -211,13 +213,15 @@ class Session:
 
     def record(self, max_s: float) -> None:
         """Record the call from now on, both sides, at most `max_s` of it."""
-        self.recording = self.recording or Recording(max_s)
+        if self.recording is None:
+            self.recording = Recording(max_s)
+            self.taps.add(self.recording)
 
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""
         self.usage.audio_in_samples += len(pcm16k) // 2
-        if self.recording is not None:
-            self.recording.heard(pcm16k)
+        if self.taps:
+            self.taps.heard(pcm16k)
         if self.muted:  # heard as silence: the turn detector's clock goes on
             pcm16k = bytes(len(pcm16k))
         heard, judged = self._front.process(pcm16k)

@@ -192,6 +192,16 @@ async def test_live_webrtc_with_a_sideband_then_hangup(
                 e.delta for e in sideband_saw if e.type == "session.input_transcript.delta"
             ]
             assert sideband_heard == [heard["delta"]]
+            # The audio both ways, reflected to the sideband: the caller's, and the agent's
+            # placed on the timeline.
+            caller = b"".join(base64.b64decode(e.audio) for e in sideband_saw
+                              if e.type == "session.input_audio.append")  # fmt: skip
+            assert rms_db(np.frombuffer(caller, dtype=np.int16)) > -50
+            out = [e for e in sideband_saw if e.type == "session.output_audio.delta"]
+            assert out and all(e.start_ms < e.end_ms for e in out)
+            assert all(a.end_ms <= b.start_ms + 20 for a, b in zip(out, out[1:], strict=False))
+            agent = b"".join(base64.b64decode(e.delta) for e in out)
+            assert rms_db(np.frombuffer(agent, dtype=np.int16)) > -50
         for _, event in peer.events:
             SERVER_EVENT.validate_python(event)
         assert peer.of_type("session.instructions.appended")[0]["client_event_id"] == "evt_side"
@@ -274,7 +284,9 @@ async def test_live_bad_input_and_a_full_pool(start_server: Callable[..., Server
         )
         assert response.status_code == 400, response.text
         response = await http.post("/live/sessions/sess_x/refer", json={"target_uri": "tel:1"})
-        assert response.status_code == 501 and "refer" in response.json()["error"]["message"]
+        assert response.status_code == 404 and "SIP call" in response.json()["error"]["message"]
+        response = await http.post("/live/sessions/sess_x/fork", json={})
+        assert response.status_code == 501 and "fork" in response.json()["error"]["message"]
     async with websockets.connect(url + "/sess_unknown/attach") as stranger:
         reply = json.loads(await stranger.recv())
         assert reply["error"]["code"] == "session_not_found"
