@@ -410,3 +410,29 @@ async def test_live_recording_kept_for_its_retention_only(
             await sdk.live.sessions.download_recording(session)
     assert not list(folder.glob("*.wav"))
     await sdk.close()
+
+
+async def test_live_takes_the_servers_key_and_client_secrets(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """The same keys as Realtime: a client secret opens a Live session, which starts with
+    the secret's session config; it cannot attach a sideband; a wrong key opens nothing."""
+    server = start_server("--agent", "echo", "--server-api-key", "s3cret")
+    admin = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="s3cret")
+    minted = await admin.realtime.client_secrets.create(
+        session={"type": "realtime", "instructions": "Speak like a pirate."}
+    )
+    browser = AsyncOpenAI(base_url=server.url, api_key=minted.value)
+    async with browser.live.connect() as conn:
+        await conn.session.start(session={"model": "gpt-live-1"})
+        started = (await events_until(conn, "session.started"))[-1]
+        assert started.session.instructions == "Speak like a pirate."
+        with pytest.raises(websockets.InvalidStatus, match="403"):
+            async with browser.live.sideband.connect(session_id=started.session.id) as side:
+                await side.recv()
+    wrong = AsyncOpenAI(base_url=server.url, api_key="wrong", max_retries=0)
+    with pytest.raises(websockets.InvalidStatus, match="403"):
+        async with wrong.live.connect() as conn:
+            await conn.recv()
+    await admin.close()
+    await browser.close()
