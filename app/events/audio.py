@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
 
 from app.audio import g711
 from app.audio.resample import Resampler
-from app.vocab.pcm import INBOUND_RATE
+from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
 
 FormatName = Literal["audio/pcm", "audio/pcmu", "audio/pcma"]
 LAWS: dict[str, g711.Law] = {"audio/pcmu": "ulaw", "audio/pcma": "alaw"}
 SPOKEN_RATE = 24_000  # what the session's reply audio is, and pcm16's usual rate
+STEP_BYTES = BYTES_PER_S  # an append reaches the turn detector a second at a time
 
 
 class BadAudio(ValueError):
@@ -40,6 +42,20 @@ class AudioIn:
 
     def pcm16k(self, audio: str) -> bytes:
         return self._resampler.pcm(np.frombuffer(self.raw(audio), dtype=np.int16), self.rate)
+
+    def append(self, audio: str, max_s: float) -> Iterator[bytes]:
+        """An append's audio as 16 kHz PCM, a second at a time (a minute of it is a few
+        thousand VAD frames, which in one go would hold up every other call); at most
+        `max_s` of it, all refused (BadAudio) or none, sized before it is decoded."""
+        seconds = self.seconds(audio)
+        if seconds > max_s + 0.1:
+            raise BadAudio(
+                f"an append of {seconds:.1f} s of audio; at most {max_s:g} s in one "
+                "(limits.append_audio_s): send it in smaller appends"
+            )
+        pcm = self.pcm16k(audio)
+        for offset in range(0, len(pcm), STEP_BYTES):
+            yield pcm[offset : offset + STEP_BYTES]
 
     def raw(self, audio: str) -> bytes:
         """An append's audio as s16 PCM at its own rate (BadAudio if it is not audio)."""

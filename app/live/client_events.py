@@ -9,52 +9,39 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
+from app.events.client import BadEvent, ClientEvent
+from app.events.client import event_id_of as event_id_of
 from app.live.session_config import SessionConfig, SessionUpdate
 
 MAX_APPEND_CHARS = 8_000  # instructions, thinking and commentary: Live's 500 tokens, roughly
 
 
-class BadEvent(ValueError):
-    """A client event that was refused; the session goes on."""
-
-    def __init__(self, message: str, code: str = "invalid_value", param: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.param = param
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    event_id: str | None = None
-
-
-class Start(_Event):
+class Start(ClientEvent):
     type: Literal["session.start"]
     session: SessionConfig
 
 
-class Update(_Event):
+class Update(ClientEvent):
     type: Literal["session.update"]
     session: SessionUpdate
 
 
-class AudioAppend(_Event):
+class AudioAppend(ClientEvent):
     type: Literal["session.input_audio.append"]
     audio: str  # base64, in the start config's format; decoded by the dialect
 
 
-class Mute(_Event):
+class Mute(ClientEvent):
     type: Literal["session.input_audio.mute"]
 
 
-class Unmute(_Event):
+class Unmute(ClientEvent):
     type: Literal["session.input_audio.unmute"]
 
 
-class _Appended(_Event):
+class _Appended(ClientEvent):
     content: str = Field(min_length=1, max_length=MAX_APPEND_CHARS)
     delegation_id: str | None = None
 
@@ -77,17 +64,17 @@ class CommentaryAppend(_Appended):
     type: Literal["session.commentary.append"]
 
 
-class Close(_Event):
+class Close(ClientEvent):
     type: Literal["session.close"]
 
 
-class ResponseCreate(_Event):
+class ResponseCreate(ClientEvent):
     """The Responses backend answers its conversation (Responses delegation)."""
 
     type: Literal["response.create"]
 
 
-class ResponseItemCreate(_Event):
+class ResponseItemCreate(ClientEvent):
     """An item for the Responses backend's conversation: a message, or a function call's
     output (checked by the delegation)."""
 
@@ -95,18 +82,18 @@ class ResponseItemCreate(_Event):
     item: dict[str, Any]
 
 
-class Decisions(_Event):
+class Decisions(ClientEvent):
     """Commands for a Decisions backend, which this server does not run."""
 
     type: Literal["decision.create", "decision.item.create", "decision.item.delete"]
 
 
-class FixturePlay(_Event):
+class FixturePlay(ClientEvent):
     type: Literal["session.output_audio.fixture.play"]
     audio: str  # base64 pcm16 at 24 kHz, whatever the session's format
 
 
-class DtmfSend(_Event):
+class DtmfSend(ClientEvent):
     type: Literal["transport.dtmf.send"]
     event: str = Field(pattern=r"^[0-9A-D*#]$")
 
@@ -145,8 +132,3 @@ def parse(event: dict[str, Any]) -> ClientCommand:
         problem = exc.errors()[0]
         where = ".".join(str(part) for part in problem["loc"][1:]) or None
         raise BadEvent(f"{where or kind}: {problem['msg']}", "invalid_value", where) from None
-
-
-def event_id_of(event: dict[str, Any]) -> str | None:
-    value = event.get("event_id")
-    return value[:128] if isinstance(value, str) else None

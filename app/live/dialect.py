@@ -37,11 +37,10 @@ from app.live.session_config import (
 from app.session import messages as msg
 from app.session import refusals
 from app.session.session import Session
-from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
+from app.vocab.pcm import INBOUND_RATE
 
 log = logging.getLogger(__name__)
 
-APPEND_STEP_BYTES = BYTES_PER_S  # an append reaches the turn detector a second at a time
 FIXTURE_MAX_S = 30.0  # Live's limit on a fixture's audio
 # What each kind of appended context becomes in the conversation the LLM reads.
 CONTEXT = {
@@ -324,23 +323,16 @@ class LiveDialect:
         self.session.muted = self._muted or self._fixture is not None
 
     def _append(self, audio: str) -> Iterator[None]:
-        """An append's audio to the turn detector, a step at a time (silence while muted)."""
+        """An append's audio to the turn detector, letting other calls in between steps."""
         if self._audio is None:
             raise cmd.BadEvent(
                 "this session's audio is on its media track, not in events", "invalid_request"
             )
-        decoder = self._audio[0]
-        seconds = decoder.seconds(audio)
-        if seconds > self._max_append_s + 0.1:
-            raise BadAudio(
-                f"an append of {seconds:.1f} s of audio; at most {self._max_append_s:g} s in "
-                "one (limits.append_audio_s): send it in smaller appends"
-            )
-        pcm = decoder.pcm16k(audio)
-        for offset in range(0, len(pcm), APPEND_STEP_BYTES):
-            if offset:
+        steps = self._audio[0].append(audio, self._max_append_s)
+        for n, pcm in enumerate(list(steps)):  # all of it refused, or none
+            if n:
                 yield
-            self.session.push_audio(pcm[offset : offset + APPEND_STEP_BYTES])
+            self.session.push_audio(pcm)
 
     def _seconds(self) -> float:
         return time.monotonic() - self._began

@@ -9,6 +9,7 @@ from typing import Any
 from app.events.channel import Event
 from app.ids import new_id
 
+MAX_ID_CHARS = 128  # of a client's event id, told back in an error
 # Why a session closed, in Live's words, for each of our call endings.
 CLOSE_REASONS = {
     "close_requested": "close_requested",
@@ -24,8 +25,8 @@ CLOSE_REASONS = {
 
 def _event(type_: str, client_event_id: str | None = None, **fields: Any) -> Event:
     event: Event = {"type": type_, "event_id": new_id("event"), **fields}
-    if client_event_id is not None:
-        event["client_event_id"] = client_event_id
+    if client_event_id is not None:  # a client's id told back, not its megabytes
+        event["client_event_id"] = client_event_id[:MAX_ID_CHARS]
     return event
 
 
@@ -93,7 +94,7 @@ def error(
     if param is not None:
         body["param"] = param
     if client_event_id is not None:
-        body["client_event_id"] = client_event_id
+        body["client_event_id"] = client_event_id[:MAX_ID_CHARS]
     return _event("error", client_event_id, error=body)
 
 

@@ -11,39 +11,26 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
+from app.events.client import BadEvent, ClientEvent
+from app.events.client import event_id_of as event_id_of
 from app.realtime.session_config import TURN_DETECTION_TAGS, SessionConfig
 
 
-class BadEvent(ValueError):
-    """A client event that was refused; the session goes on."""
-
-    def __init__(self, message: str, code: str = "invalid_value", param: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.param = param
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    event_id: str | None = None
-
-
-class SessionUpdate(_Event):
+class SessionUpdate(ClientEvent):
     type: Literal["session.update"]
     session: SessionConfig
 
 
-class InputAudioAppend(_Event):
+class InputAudioAppend(ClientEvent):
     type: Literal["input_audio_buffer.append"]
     audio: str  # base64 pcm16 mono at 24 kHz, decoded by the dialect
 
 
-class InputAudioCommit(_Event):
+class InputAudioCommit(ClientEvent):
     type: Literal["input_audio_buffer.commit"]
 
 
-class InputAudioClear(_Event):
+class InputAudioClear(ClientEvent):
     type: Literal["input_audio_buffer.clear"]
 
 
@@ -95,22 +82,22 @@ Item = Annotated[
 ]
 
 
-class ItemCreate(_Event):
+class ItemCreate(ClientEvent):
     type: Literal["conversation.item.create"]
     item: Item
 
 
-class ItemRetrieve(_Event):
+class ItemRetrieve(ClientEvent):
     type: Literal["conversation.item.retrieve"]
     item_id: str
 
 
-class ItemDelete(_Event):
+class ItemDelete(ClientEvent):
     type: Literal["conversation.item.delete"]
     item_id: str
 
 
-class ItemTruncate(_Event):
+class ItemTruncate(ClientEvent):
     type: Literal["conversation.item.truncate"]
     item_id: str
     content_index: int = 0
@@ -123,17 +110,17 @@ class ResponseOptions(BaseModel):
     instructions: str | None = None
 
 
-class ResponseCreate(_Event):
+class ResponseCreate(ClientEvent):
     type: Literal["response.create"]
     response: ResponseOptions | None = None
 
 
-class ResponseCancel(_Event):
+class ResponseCancel(ClientEvent):
     type: Literal["response.cancel"]
     response_id: str | None = None
 
 
-class OutputAudioClear(_Event):
+class OutputAudioClear(ClientEvent):
     type: Literal["output_audio_buffer.clear"]
 
 
@@ -172,9 +159,3 @@ def parse(event: dict[str, Any]) -> ClientCommand:
         param = ".".join(where) or None
         message = f"{param}: {problem['msg']}" if param else problem["msg"]
         raise BadEvent(message, "invalid_value", param) from None
-
-
-def event_id_of(event: dict[str, Any]) -> str | None:
-    """The client's own id for its event, to name it in an error."""
-    event_id = event.get("event_id")
-    return event_id if isinstance(event_id, str) else None

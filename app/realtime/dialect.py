@@ -37,12 +37,9 @@ from app.session.messages import (
     SessionMessage,
 )
 from app.session.session import Session
-from app.vocab.pcm import BYTES_PER_S, INBOUND_RATE
+from app.vocab.pcm import INBOUND_RATE
 
 log = logging.getLogger(__name__)
-
-# An append reaches the turn detector a second at a time.
-APPEND_STEP_BYTES = BYTES_PER_S
 
 # Each refusal's error code, and the field it is about.
 REFUSALS: dict[type[refusals.Refused], tuple[str, str | None]] = {
@@ -219,24 +216,12 @@ class RealtimeDialect:
                 session.clear_output()
 
     def _append(self, audio: str) -> Iterator[None]:
-        """An append's audio to the turn detector, a step at a time: a minute of it is a
-        few thousand VAD frames, which in one go would hold up every other call."""
-        pcm = self._pcm16k(audio)  # all of it refused, or none
-        for offset in range(0, len(pcm), APPEND_STEP_BYTES):
-            if offset:
+        """An append's audio to the turn detector, letting other calls in between steps."""
+        steps = self._audio_in.append(audio, self._max_append_s)
+        for n, pcm in enumerate(list(steps)):  # all of it refused, or none
+            if n:
                 yield
-            self.session.push_audio(pcm[offset : offset + APPEND_STEP_BYTES])
-
-    def _pcm16k(self, audio: str) -> bytes:
-        """An append's base64 audio as the 16 kHz PCM every transport hands in; at most
-        max_append_s of it."""
-        seconds = self._audio_in.seconds(audio)
-        if seconds > self._max_append_s + 0.1:
-            raise BadAudio(
-                f"an append of {seconds:.1f} s of audio; at most {self._max_append_s:g} s in "
-                "one (limits.append_audio_s): send it in smaller appends"
-            )
-        return self._audio_in.pcm16k(audio)
+            self.session.push_audio(pcm)
 
     def _describe(self) -> dict[str, Any]:
         formats = (self._audio_in.name, self._audio_out.name)
