@@ -295,6 +295,8 @@ class Session:
         self.touch()
         self._idle.cancel()
         self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
+        if self._vad.interrupt_response and (reply := self._reply_spoken_over) is not None:
+            self._interruptions.started(reply, self._vad)
 
     def _speech_ended(self, event: UtteranceEnded) -> None:
         item_id, self._item_id = self._item_id, new_id("item")

@@ -47,7 +47,11 @@ class FakeSTT:
         self.heard: list[int] = []  # the audio of each full transcription, in bytes
         self.briefly_heard: list[int] = []  # and of each brief one
         self.script: list[str] = []  # transcripts to return in order, if set
-        self.brief_script: list[str] = []  # for brief transcriptions; else the next of script
+        # For brief transcriptions, in order, the last one again and again; else the next
+        # of script.
+        self.brief_script: list[str] = []
+        # Or what a brief transcription hears in audio this many ms long.
+        self.brief_for: Callable[[int], str] | None = None
         self.fail_with: EngineError | None = None  # raised by the next transcription
         self.heard_as = "en"  # the language it "detects"
         self.asked: list[str | None] = []  # the language each transcription was asked for
@@ -69,8 +73,12 @@ class FakeSTT:
         default = f"question of {len(pcm16k) // 32} ms"
         # A brief transcription hears what the full one will, and leaves it to it.
         if brief:
+            if self.brief_for is not None:
+                return Transcript(self.brief_for(len(pcm16k) // 32), language=self.heard_as)
             if self.brief_script:
-                return Transcript(self.brief_script.pop(0), language=self.heard_as)
+                many = len(self.brief_script) > 1
+                text = self.brief_script.pop(0) if many else self.brief_script[0]
+                return Transcript(text, language=self.heard_as)
             return Transcript(self.script[0] if self.script else default, language=self.heard_as)
         text = self.script.pop(0) if self.script else default
         words = tuple(WordScore(word, -0.1) for word in text.split()) if logprobs else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -16,10 +17,12 @@ from app.agent.responders import EchoResponder
 from app.observability.counters import InterruptionStats
 from app.session import messages as msg
 from app.session.listening.interruption import no_turn
+from app.session.session import Session
 from tests.session.fakes import (
     FakeLLM,
     FakeSTT,
     FakeTTS,
+    MessageLog,
     Speaker,
     kinds,
     make_session,
@@ -39,6 +42,28 @@ OVER_THE_REPLY = [
     (4.1, silence(1400)),
 ]
 FULL = f"About {FIRST}, the answer is long and has many words."
+
+
+class Fakes(NamedTuple):
+    stt: FakeSTT
+    llm: FakeLLM
+    tts: FakeTTS
+
+
+def spoken_over(
+    stats: InterruptionStats, said: str, **options: Any
+) -> tuple[Session, MessageLog, Speaker, Fakes]:
+    """A session whose answer to FIRST (about 4 s of audio, FULL) the user speaks over,
+    saying what Whisper hears whole as `said`."""
+    session, sent, audio, engines = make_session(
+        resume_window_ms=WINDOW_MS, interruptions=stats, **options
+    )
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, said]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    return session, sent, audio, Fakes(engines.stt, engines.llm, engines.tts)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +90,8 @@ FULL = f"About {FIRST}, the answer is long and has many words."
         ("Oh no.", False),
         ("Mom?", False),
         ("M.M. Home", False),
+        ("Mm-hmm, mm-h", True),  # cut off where a brief look's words ran out
+        ("Uh, huh, hhh", True),
     ],
 )
 def test_what_counts_as_no_turn(text: str, expected: bool) -> None:
@@ -86,12 +113,7 @@ async def test_a_backchannel_pauses_the_reply_which_then_goes_on_with_no_word_lo
         held_at.append(time.monotonic())
 
     stats = InterruptionStats(on_reaction=held)
-    session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
-    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
-    assert isinstance(engines.tts, FakeTTS)
-    engines.stt.script = [FIRST, "Mm-hmm."]
-    engines.llm.echo_question = True
-    engines.tts.seconds_per_word = 0.3
+    session, sent, audio, engines = spoken_over(stats, "Mm-hmm.")
     await play_script(session, OVER_THE_REPLY)
     await wait_for(sent, msg.ReplyEnded, timeout_s=15)
 
@@ -133,13 +155,10 @@ async def test_speech_after_a_backchannel_went_on_holds_the_reply_again_if_it_is
     same backchannel; words heard at the pause hold the reply again, and the whole
     utterance is judged, and here answered, when it ends."""
     stats = InterruptionStats()
-    session, sent, _, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
-    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
-    assert isinstance(engines.tts, FakeTTS)
-    engines.stt.script = [FIRST, SECOND if a_turn else "Mm-hmm, yeah."]
-    engines.stt.brief_script = ["Mm-hmm."]
-    engines.llm.echo_question = True
-    engines.tts.seconds_per_word = 0.3
+    said = SECOND if a_turn else "Mm-hmm, yeah."
+    session, sent, _, engines = spoken_over(stats, said)
+    # The backchannel (with the 300 ms before it), then all that was said.
+    engines.stt.brief_for = lambda ms: "Mm-hmm." if ms < 1200 else said
     script = [*OVER_THE_REPLY[:3], (3.5, noise(600)), (4.1, silence(300)),
               (4.4, noise(more_ms)), (4.4 + more_ms / 1000, silence(1500))]  # fmt: skip
     await play_script(session, script)
@@ -158,25 +177,74 @@ async def test_speech_after_a_backchannel_went_on_holds_the_reply_again_if_it_is
 
 
 async def test_words_after_a_start_heard_as_a_backchannel_still_cut_the_reply() -> None:
-    """ "Okay" so far lets the reply go on, but the whole utterance, transcribed when it
-    ends, is "Okay, stop.": the reply is cut then, and the words are answered."""
+    """ "Okay" so far lets the reply go on, but the user goes on: looked at again, it is
+    "Okay, stop.", and the reply is held again then; the whole utterance, transcribed
+    when it ends, is "Okay, stop." too: the reply is cut, and the words are answered."""
     stats = InterruptionStats()
-    session, sent, _, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
-    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
-    assert isinstance(engines.tts, FakeTTS)
-    engines.stt.script = [FIRST, "Okay, stop."]
-    engines.stt.brief_script = ["Okay.", "Okay."]  # so far, and at its pause
-    engines.llm.echo_question = True
-    engines.tts.seconds_per_word = 0.3
+    session, sent, _, engines = spoken_over(stats, "Okay, stop.")
+    # At the barge-in (300 ms before the speech and 240 of it), then more of it.
+    engines.stt.brief_for = lambda ms: "Okay." if ms < 600 else "Okay, stop."
     await play_script(session, OVER_THE_REPLY)
     await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
     first = sent.nth(msg.ReplyEnded)
     assert (first.status, first.reason) == ("cancelled", "turn_detected")
-    assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 1}
+    assert stats.snapshot() == {"paused": 2, "resumed": 1, "cancelled": 1}
     assert len(sent.of(msg.InputCommitted)) == 2, "the utterance became a turn"
     assert [m.content for m in session.history.messages() if m.role == "user"] == [
         FIRST, "Okay, stop.",
     ]  # fmt: skip
+    await session.close()
+
+
+@pytest.mark.parametrize("words", [False, True])
+async def test_words_so_far_that_may_begin_a_backchannel_are_heard_again_as_it_goes_on(
+    words: bool,
+) -> None:
+    """The barge-in's brief look hears the start of "Right" as "Ride.": the reply stays
+    held, the speech is heard again 100 ms later as "Right.", and the reply goes on while
+    the user is still speaking, not at their first pause. "Hold on." is words whatever
+    its last word turns out to be: no second look, and the whole utterance decides."""
+    stats = InterruptionStats()
+    session, sent, _, engines = spoken_over(stats, SECOND if words else "Right.")
+    engines.stt.brief_script = ["Hold on."] if words else ["Ride.", "Right."]
+    # 900 ms of speech over the reply and no pause in it yet: nothing but a look while it
+    # goes on can let the reply go on.
+    await play_script(session, [*OVER_THE_REPLY[:3], (3.5, noise(900))])
+    if words:
+        assert len(engines.stt.briefly_heard) == 1, "looked at once"
+        assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 0}
+    else:
+        deadline = time.monotonic() + 5
+        while stats.resumed == 0 and time.monotonic() < deadline:  # noqa: ASYNC110 - a counter
+            await asyncio.sleep(0.01)
+        assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
+        first, again, *_ = engines.stt.briefly_heard
+        assert again >= first + 100 * 32, "on 100 ms more of the utterance"
+    assert len(sent.of(msg.SpeechStopped)) == 1, "the user is still speaking"
+    await play_script(session, [(0.0, silence(1400))])
+    await wait_for(sent, msg.ReplyEnded, count=2 if words else 1, timeout_s=15)
+    first_reply = sent.nth(msg.ReplyEnded)
+    if words:
+        assert (first_reply.status, first_reply.reason) == ("cancelled", "turn_detected")
+    else:
+        assert (first_reply.status, first_reply.text) == ("completed", FULL)
+    await session.close()
+
+
+async def test_a_backchannel_heard_whole_as_words_is_heard_again_primed() -> None:
+    """ "Mm-hmm" so far lets the reply go on; unprimed, the whole utterance is heard as
+    "And then them." (espeak-ng's en-gb voice did so): heard again as its start was,
+    primed with backchannels, it is "Mm-hmm." and the reply plays to its end."""
+    stats = InterruptionStats()
+    session, sent, _, engines = spoken_over(stats, "And then them.")
+    engines.stt.brief_script = ["Mm-hmm."]  # so far, at its pause, and whole
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded, timeout_s=15)
+    done = sent.nth(msg.ReplyEnded)
+    assert (done.status, done.text) == ("completed", FULL)
+    assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
+    assert len(sent.of(msg.InputCommitted)) == 1, "no item for the backchannel"
+    assert engines.stt.briefly_heard[-1] == engines.stt.heard[-1], "the whole, primed"
     await session.close()
 
 
@@ -185,7 +253,7 @@ async def test_a_held_reply_makes_no_more_audio_until_it_resumes() -> None:
     assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
     assert isinstance(engines.tts, FakeTTS)
     engines.stt.script = [FIRST, "Yeah."]
-    engines.stt.brief_script = ["Yeah, and"]  # the start of it sounds like more to come
+    engines.stt.brief_script = ["Yeah, and so"]  # the start of it sounds like more to come
     engines.llm.echo_question = True
     engines.llm.hold_after = 4  # the first clause, then the rest only when released
     engines.tts.seconds_per_word = 0.5
@@ -205,12 +273,7 @@ async def test_a_held_reply_makes_no_more_audio_until_it_resumes() -> None:
 
 async def test_real_words_cancel_the_held_reply_and_are_answered_once_transcribed() -> None:
     stats = InterruptionStats()
-    session, sent, audio, engines = make_session(resume_window_ms=WINDOW_MS, interruptions=stats)
-    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
-    assert isinstance(engines.tts, FakeTTS)
-    engines.stt.script = [FIRST, SECOND]
-    engines.llm.echo_question = True
-    engines.tts.seconds_per_word = 0.3
+    session, sent, audio, engines = spoken_over(stats, SECOND)
     await play_script(session, OVER_THE_REPLY)
     await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
 
@@ -342,4 +405,40 @@ async def test_words_too_short_to_barge_in_stop_the_reply_at_their_first_pause(
         assert (first.status, first.text) == ("completed", FULL)
         assert held_at == [] and stats.snapshot()["paused"] == 0
         assert len(sent.of(msg.InputCommitted)) == 1
+    await session.close()
+
+
+@pytest.mark.parametrize("holdable", [True, False])
+async def test_words_too_short_to_barge_in_are_looked_at_once_they_begin(holdable: bool) -> None:
+    """ "Stop." is looked at once it has begun: a reply that can be held is held while
+    the word goes on, before any pause in it. One that cannot (a socket's) is not cut on
+    that look: its first pause decides, as before."""
+    held_at: list[float] = []
+    stats = InterruptionStats(on_reaction=lambda _: held_at.append(time.monotonic()))
+    session, sent, _, engines = make_session(
+        audio=None if holdable else SocketLike(),
+        resume_window_ms=WINDOW_MS,
+        interrupt_min_speech_ms=300,
+        interruptions=stats,
+    )
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    assert isinstance(engines.tts, FakeTTS)
+    engines.stt.script = [FIRST, "Stop."]
+    engines.stt.brief_script = ["Stop."]
+    engines.llm.echo_question = True
+    engines.tts.seconds_per_word = 0.3
+    await play_script(session, [*OVER_THE_REPLY[:3], (3.5, noise(240))])  # no pause yet
+    if holdable:
+        deadline = time.monotonic() + 5
+        while not held_at and time.monotonic() < deadline:  # noqa: ASYNC110 - a callback
+            await asyncio.sleep(0.01)
+        assert stats.snapshot() == {"paused": 1, "resumed": 0, "cancelled": 0}
+    else:
+        assert engines.stt.briefly_heard, "looked at"
+        assert held_at == [] and not sent.of(msg.ReplyEnded), "not cut on that look"
+    assert len(sent.of(msg.SpeechStopped)) == 1, "the user is still speaking"
+    await play_script(session, [(0.0, silence(1400))])
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
+    first = sent.nth(msg.ReplyEnded)
+    assert (first.status, first.reason) == ("cancelled", "turn_detected")
     await session.close()

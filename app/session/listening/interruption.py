@@ -44,11 +44,14 @@ BACKCHANNEL = frozenset(
     }
 )  # fmt: skip
 # Whisper spells a hum or an "uh-huh" many ways ("Mm hum.", "M-M-M", "MmMmM", "O-ho!",
-# "Ooh-huh."): a word of nothing but m, h and u with an m in it, or of a, o, u and h,
+# "Ooh-huh.", a cut-off "mm-h"): a word of nothing but m, h and u, or of a, o, u and h,
 # is such a sound. No word a caller interrupts with is spelt so ("no", "now", "how").
-MURMUR = re.compile(r"[hmu]*m[hmu]*|[aouh]*[aou][aouh]*")
+MURMUR = re.compile(r"[hmu]+|[aouh]*[aou][aouh]*")
 # Speech beyond which an utterance is no backchannel ("yeah, okay" takes ~0.8 s).
 BACKCHANNEL_MS = 1200
+# More speech after which a held reply's interruption is heard again: about a brief
+# transcription's time on a CPU, so an engine that is faster does not look every frame.
+LOOK_AGAIN_MS = 100
 
 Transcribe = Callable[[bytes], Awaitable[Transcript | None]]
 
@@ -110,6 +113,9 @@ class Interruptions:
         self._judging: asyncio.Task[None] | None = None
         self._early: asyncio.Task[None] | None = None  # a judgment at a pause in the speech
         self._paused_at = 0.0
+        # How long the user must have spoken for the held reply's interruption to be heard
+        # again (see _look_again); None: not to be.
+        self._look_again_at_ms: int | None = None
         self._window_s = 0.0
         # The utterance going on was judged a backchannel so far and the reply let go on,
         # when the user had spoken this long; None when none was.
@@ -139,14 +145,22 @@ class Interruptions:
             spoken_ms = self._on.spoken_ms()
             enough = max(BACKCHANNEL_MS, self.let_go_at_ms + vad.interrupt_min_speech_ms)
             if spoken_ms <= enough:
+                self._look_again()
                 return
             self.spoke_on()
         if self._held is not None:
+            self._look_again()
             return  # held already, and being judged
-        if self._stop(reply, vad, spoken_ms) and (self._early is None or self._early.done()):
+        if not self._stop(reply, vad, spoken_ms):
+            return
+        if self._early is None or self._early.done():
             # Judged at once on what was said so far: a backchannel lets the reply go on
             # within a transcription's time, instead of after the utterance ends.
             self._early = spawn(self._judge_early(None), f"{self._session_id}:early")
+        else:
+            # A look at its first pause ("Yeah,") is under way: "Yeah, okay" is heard
+            # whole once it is done, not at the next pause.
+            self._look_again_at_ms = spoken_ms
 
     def _stop(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> bool:
         """Hold `reply` for the interruption to be judged (True), or cut it now."""
@@ -166,6 +180,7 @@ class Interruptions:
         if not reply.pause():
             return False
         self._reply = reply
+        self._look_again_at_ms = None
         self._paused_at = time.monotonic()
         self._stats.paused += 1
         self._stats.reacted(spoken_ms)
@@ -186,7 +201,11 @@ class Interruptions:
         that was let go on again, or `over`, a reply the utterance was too short to barge
         in on ("Stop."); the utterance's end judges it in full."""
         spoken_ms = self._on.spoken_ms()
-        if spoken_ms > BACKCHANNEL_MS or (self._early is not None and not self._early.done()):
+        if spoken_ms > BACKCHANNEL_MS:
+            return
+        if self._early is not None and not self._early.done():
+            if self._held is not None:
+                self._look_again_at_ms = spoken_ms  # the whole of it, once that look is done
             return
         if self._held is not None or self._let_go is not None:
             self._early = spawn(self._judge_early(spoken_ms), f"{self._session_id}:pause")
@@ -194,15 +213,34 @@ class Interruptions:
             judged = self._judge_short(over, vad, spoken_ms)
             self._early = spawn(judged, f"{self._session_id}:short")
 
-    async def _judge_short(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> None:
-        """Words in an utterance too short to barge in stop the reply at its first pause,
-        as a barge-in would; a sound or a backchannel leaves it playing."""
-        heard = await self._brief(spoken_ms)
+    def started(self, over: Reply, vad: VadSettings) -> None:
+        """The user began to speak over `over`: what they said is looked at once now, so
+        a word too short to barge in ("Stop.") holds a reply that can be taken back a
+        look's time after it began, not at its first pause. A backchannel that looks like
+        words at its start ("Ri-") is heard again as it goes on (_look_again)."""
+        if vad.interrupt_mode != "pause" or self.judging:
+            return
+        if self._early is None or self._early.done():
+            self._early = spawn(self._judge_short(over, vad, None), f"{self._session_id}:start")
+
+    async def _judge_short(self, reply: Reply, vad: VadSettings, at_pause_ms: int | None) -> None:
+        """Words in an utterance too short to barge in stop the reply at its first pause
+        (`at_pause_ms`), as a barge-in would, or at its start (None) hold it if it can be
+        held; a sound or a backchannel leaves it playing."""
+        heard = await self._brief(at_pause_ms)
         if heard is None or no_turn(heard.text, heard.language) or reply.done or self.judging:
             return
-        if self._stop(reply, vad, spoken_ms):
-            log.info("reply held at a pause, after %r", heard.text,
-                     extra={"session_id": self._session_id})  # fmt: skip
+        spoken_ms = self._on.spoken_ms()
+        if at_pause_ms is None:
+            self._window_s = vad.resume_window_ms / 1000
+            held = self.pause(reply, self._window_s, spoken_ms)
+        else:
+            held = self._stop(reply, vad, spoken_ms)
+        if held:
+            log.info("reply held %s, after %r", "at its start" if at_pause_ms is None else
+                     "at a pause", heard.text, extra={"session_id": self._session_id})  # fmt: skip
+            if self._may_be_backchannel(heard):  # "I" of "I see"
+                self._look_again_at_ms = spoken_ms + LOOK_AGAIN_MS
 
     async def _brief(self, at_pause_ms: int | None) -> Transcript | None:
         """A brief transcription of the utterance so far; None if it failed, or the user
@@ -220,6 +258,7 @@ class Interruptions:
     async def _judge_early(self, at_pause_ms: int | None) -> None:
         """`at_pause_ms`: how long the user had spoken at the pause judged (None: still
         speaking, just interrupted)."""
+        looked_at_ms = self._on.spoken_ms()
         started = time.monotonic()
         heard = await self._brief(at_pause_ms)
         if heard is None:
@@ -230,12 +269,41 @@ class Interruptions:
                 self.let_go_at_ms = self._on.spoken_ms()
                 self._let_go = self._held
                 self._resume(f"after {heard.text!r} so far (transcribed in {took_ms:.0f} ms)")
+            if self._let_go is not None:
+                self._look_again_at_ms = looked_at_ms + LOOK_AGAIN_MS
         elif self._let_go is not None and self._held is None:
             reply = self._let_go
             self.spoke_on()  # more than a backchannel after all: held for the end to judge
             if not reply.done and self.pause(reply, self._window_s, self._on.spoken_ms()):
                 log.info("reply held again after %r", heard.text,
                          extra={"session_id": self._session_id})  # fmt: skip
+        elif self._held is not None:
+            log.debug("reply still held after %r so far", heard.text,
+                      extra={"session_id": self._session_id})  # fmt: skip
+            if self._may_be_backchannel(heard):
+                self._look_again_at_ms = looked_at_ms + LOOK_AGAIN_MS
+
+    def _look_again(self) -> None:
+        """An interruption is heard again once LOOK_AGAIN_MS more has been said:
+        - held on words, all but the last a backchannel: the last was perhaps only begun
+          ("Ri-" of "Right", heard as "Why?"), and such a backchannel would otherwise hold
+          the reply until its first pause (0.5-0.7 s of silence in bench/backchannels.py).
+          Other words before it ("Hold on") settle it;
+        - let go on as a backchannel: words after it ("Okay, but why?", or "Ah-" that was
+          "Actually") hold the reply again then, not at the first pause."""
+        if self._look_again_at_ms is None or (self._early is not None and not self._early.done()):
+            return
+        spoken_ms = self._on.spoken_ms()
+        if spoken_ms > BACKCHANNEL_MS:
+            self._look_again_at_ms = None
+        elif spoken_ms >= self._look_again_at_ms:
+            self._look_again_at_ms = None
+            self._early = spawn(self._judge_early(None), f"{self._session_id}:again")
+
+    @staticmethod
+    def _may_be_backchannel(heard: Transcript) -> bool:
+        """Words that may still turn out a backchannel: all but the last are one."""
+        return no_turn(" ".join(_words(heard.text)[:-1]), heard.language)
 
     def spoke_on(self) -> None:
         """The user said more after a backchannel let the reply go on: enough to hold it
@@ -255,6 +323,7 @@ class Interruptions:
             self._early.cancel()  # the whole utterance is judged now
         previous = self._judging
         let_go, self._let_go, self.let_go_at_ms = self._let_go, None, None
+        self._look_again_at_ms = None
         self._judging = spawn(
             self._judge(audio, item_id, previous, let_go), f"{self._session_id}:interruption"
         )
@@ -275,6 +344,8 @@ class Interruptions:
             log.warning("could not judge an interruption: %s", exc,
                         extra={"session_id": self._session_id})  # fmt: skip
             heard = None  # answered as a turn, which transcribes it again
+        if let_go is not None and heard is not None and not no_turn(heard.text, heard.language):
+            heard = await self._heard_as_its_start(audio, heard)
         if previous is not None:
             await asyncio.wait([previous])
         # None: no words to judge by (the echo agent, or STT failed): a turn.
@@ -289,6 +360,22 @@ class Interruptions:
             self._stats.cancelled += 1
         self._cancel()
         self._on.was_turn(audio, item_id, heard)
+
+    async def _heard_as_its_start(self, audio: bytes, heard: Transcript) -> Transcript:
+        """An utterance whose start was heard as a backchannel, heard whole as words: heard
+        again as its start was, primed with backchannels, and a backchannel if that says
+        so. Unprimed, Whisper spells some hums as words (espeak-ng's "Mm-hmm" in en-gb as
+        "And then them."); primed, it kept 214 of 216 real interruptions as words
+        (engines/stt.py, BRIEF_PROMPT)."""
+        try:
+            again = await self._on.transcribe_brief(audio)
+        except EngineError:
+            return heard
+        if again is None or not no_turn(again.text, again.language):
+            return heard
+        log.info("heard whole as %r, and as %r primed", heard.text, again.text,
+                 extra={"session_id": self._session_id})  # fmt: skip
+        return again
 
     def _window_closed(self) -> None:
         if self._judging is not None and not self._judging.done():
