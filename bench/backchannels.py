@@ -11,8 +11,9 @@ espeak-ng's, fed in real time. For each it prints:
 
 - a backchannel: whether the reply went on, and the longest silence inside it after the
   onset (the hold the listener hears; the target is at most 0.5 s);
-- an interruption: whether the reply stopped, and when, from the onset of the speech (the
-  target is the confirm window + 60 ms), and whether it was taken for a backchannel.
+- an interruption: whether the reply stopped, and when it stopped for good, from the onset
+  of the speech (the target is the confirm window + 60 ms), and whether it was taken for a
+  backchannel, for good or for a while first ("Okay, but why?").
 
 It asserts nothing.
 """
@@ -44,8 +45,10 @@ from tests.session.fakes import FakeLLM, FakeTTS, MessageLog, Speaker
 from tests.support.rooms import trimmed
 
 BACKCHANNELS = ["Yeah.", "Mm-hmm.", "Okay.", "Uh-huh.", "Right.", "I see.", "Yeah, okay.", "Sure."]
+# The last two begin as a backchannel would: the reply may go on for a while first.
 INTERRUPTIONS = ["Wait, stop.", "No, I meant Paris.", "Hold on a second.", "Stop.",
-                 "Actually, tell me about dogs."]  # fmt: skip
+                 "Actually, tell me about dogs.", "Okay, but why?",
+                 "Yeah, but what about Rome?"]  # fmt: skip
 QUESTION = "Please tell me a long story about a brave knight."
 RATE = 16_000
 OVER_AFTER_S = 1.5  # into the reply's audio
@@ -59,6 +62,7 @@ class Trial:
     resumed: bool  # the reply went on to its end
     longest_gap_s: float  # the longest silence in the reply after the onset
     stopped_after_s: float | None  # when its audio stopped for good, from the onset
+    went_on_first: bool  # held, then let go on, before it stopped for good
 
 
 def espeak(text: str, voice: str) -> np.ndarray:
@@ -125,10 +129,13 @@ async def one(
     voiced = [at for at in speaker.voiced_times() if at >= onset - 0.1]
     gaps = [(a, b - a) for a, b in zip(voiced, voiced[1:], strict=False)]
     longest = max((gap for _, gap in gaps), default=0.0)
-    # Its audio stopped at the first hold; what plays after a cut is the next reply's.
-    held = next((at for at, gap in gaps if gap > 0.1), voiced[-1] if voiced else onset)
+    # Its audio stopped for good at the last hold before it was cut; what plays after the
+    # cut is the next reply's.
+    cut_at = sent.times[sent.at(msg.ReplyEnded)[0]] if ended else time.monotonic()
+    holds = [at for at, gap in gaps if gap > 0.1 and at < cut_at]
+    held = holds[-1] if holds else (voiced[-1] if voiced else onset)
     stopped = held - onset if not resumed else None
-    return Trial(phrase, voice, backchannel, resumed, longest, stopped)
+    return Trial(phrase, voice, backchannel, resumed, longest, stopped, len(holds) > 1)
 
 
 async def run(quick: bool, settings: Settings) -> list[Trial]:
@@ -161,6 +168,7 @@ async def run(quick: bool, settings: Settings) -> list[Trial]:
 def print_trial(trial: Trial, seconds: float) -> None:
     what = "went on" if trial.resumed else "stopped"
     stop = f", stopped {trial.stopped_after_s * 1000:.0f} ms in" if trial.stopped_after_s else ""
+    stop += " (went on for a while first)" if trial.went_on_first and not trial.resumed else ""
     print(f"{trial.phrase:30s} {trial.voice:16s} {seconds:4.2f} s  reply {what}, longest "
           f"silence {trial.longest_gap_s * 1000:4.0f} ms{stop}", flush=True)  # fmt: skip
 
@@ -176,9 +184,10 @@ def summary(trials: list[Trial], window_ms: int) -> None:
         print()
     real = [t for t in trials if not t.backchannel]
     taken = sum(t.resumed for t in real)
+    for_a_while = sum(t.went_on_first and not t.resumed for t in real)
     stops = [t.stopped_after_s * 1000 for t in real if t.stopped_after_s is not None]
     print(f"interruptions: stopped {len(real) - taken} of {len(real)}, taken for a backchannel "
-          f"{taken}", end="")  # fmt: skip
+          f"{taken}, let go on for a while first {for_a_while}", end="")  # fmt: skip
     if stops:
         print(f"; audio stopped p50 {percentile(stops, 50):.0f} ms, max {max(stops):.0f} ms "
               f"after the onset (target: window {window_ms} + 60)")  # fmt: skip
