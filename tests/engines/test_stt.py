@@ -10,7 +10,7 @@ import pytest
 from app.audio.resample import Resampler
 from app.config import SttSettings
 from app.engines.stt import WhisperSTT
-from app.session.listening.interruption import no_turn
+from app.session.listening.backchannels import no_turn
 from clients import load_wav
 from tests.support.rooms import espeak, pcm16, trimmed
 from tests.support.speech import QUESTION, word_error_rate

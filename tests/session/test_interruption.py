@@ -16,7 +16,7 @@ import pytest
 from app.agent.responders import EchoResponder
 from app.observability.counters import InterruptionStats
 from app.session import messages as msg
-from app.session.listening.interruption import no_turn
+from app.session.listening.backchannels import no_turn
 from app.session.session import Session
 from tests.session.fakes import (
     FakeLLM,

@@ -13,7 +13,7 @@ from app.config import TtsSettings
 from app.engines import Engines
 from app.errors import EngineError
 from app.session import messages as msg
-from app.session.listening.interruption import no_turn
+from app.session.listening.backchannels import no_turn
 from app.session.options import OptionChanges
 from app.session.refusals import OptionError
 from app.vocab.chat import Delta

@@ -17,9 +17,7 @@ instead of dropped, and the interruption is judged within vad.resume_window_ms:
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,26 +25,13 @@ from dataclasses import dataclass
 from app.config import VadSettings
 from app.errors import EngineError
 from app.observability.counters import InterruptionStats
+from app.session.listening.backchannels import may_be_backchannel, no_turn
 from app.session.speaking.reply import Reply
 from app.tasks import OneShot, cancel_task, spawn
-from app.vocab.languages import ENGLISH, spoken
 from app.vocab.speech import Transcript
 
 log = logging.getLogger(__name__)
 
-# What a listener says to show they are following, as Whisper spells it ("Mm-hmm.").
-BACKCHANNEL = frozenset(
-    {
-        ("mm",), ("mmm",), ("hmm",), ("hm",), ("mhm",), ("uh",), ("um",), ("huh",), ("ah",),
-        ("oh",), ("aha",), ("yeah",), ("yep",), ("yup",), ("yes",), ("ok",), ("okay",),
-        ("right",), ("sure",), ("alright",), ("mm", "hmm"), ("mm", "hm"), ("uh", "huh"),
-        ("i", "see"), ("got", "it"), ("all", "right"),
-    }
-)  # fmt: skip
-# Whisper spells a hum or an "uh-huh" many ways ("Mm hum.", "M-M-M", "MmMmM", "O-ho!",
-# "Ooh-huh.", a cut-off "mm-h"): a word of nothing but m, h and u, or of a, o, u and h,
-# is such a sound. No word a caller interrupts with is spelt so ("no", "now", "how").
-MURMUR = re.compile(r"[hmu]+|[aouh]*[aou][aouh]*")
 # Speech beyond which an utterance is no backchannel ("yeah, okay" takes ~0.8 s).
 BACKCHANNEL_MS = 1200
 # More speech after which a held reply's interruption is heard again: about a brief
@@ -54,37 +39,6 @@ BACKCHANNEL_MS = 1200
 LOOK_AGAIN_MS = 100
 
 Transcribe = Callable[[bytes], Awaitable[Transcript | None]]
-
-
-def no_turn(text: str, language: str = "") -> bool:
-    """Nothing but backchannel in `text` (or no words at all); `language`: what it is in
-    (a Whisper code), whose backchannels count too ("vale", "genau", "はい")."""
-    phrases = backchannels(language)
-    longest = max(len(phrase) for phrase in phrases)
-    words = _words(text)
-    at = 0
-    while at < len(words):
-        for length in range(longest, 0, -1):
-            if tuple(words[at : at + length]) in phrases:
-                at += length
-                break
-        else:
-            if not MURMUR.fullmatch(words[at]):
-                return False
-            at += 1
-    return True
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[^\W\d_]+", text.lower())
-
-
-@functools.cache
-def backchannels(language: str) -> frozenset[tuple[str, ...]]:
-    """English's, which callers say in any language ("okay"), and the language's own."""
-    if not language or language == ENGLISH:
-        return BACKCHANNEL
-    return BACKCHANNEL | {tuple(_words(phrase)) for phrase in spoken(language).backchannels}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +87,11 @@ class Interruptions:
         return self._held is not None or self._let_go is not None
 
     @property
+    def _looking(self) -> bool:
+        """A brief look at the utterance is under way."""
+        return self._early is not None and not self._early.done()
+
+    @property
     def _held(self) -> Reply | None:
         """The reply held, unless something else ended it meanwhile (the client)."""
         return self._reply if self._reply is not None and not self._reply.done else None
@@ -153,7 +112,7 @@ class Interruptions:
             return  # held already, and being judged
         if not self._stop(reply, vad, spoken_ms):
             return
-        if self._early is None or self._early.done():
+        if not self._looking:
             # Judged at once on what was said so far: a backchannel lets the reply go on
             # within a transcription's time, instead of after the utterance ends.
             self._early = spawn(self._judge_early(None), f"{self._session_id}:early")
@@ -162,11 +121,12 @@ class Interruptions:
             # whole once it is done, not at the next pause.
             self._look_again_at_ms = spoken_ms
 
-    def _stop(self, reply: Reply, vad: VadSettings, spoken_ms: int) -> bool:
-        """Hold `reply` for the interruption to be judged (True), or cut it now."""
+    def _stop(self, reply: Reply, vad: VadSettings, spoken_ms: int, *, cut: bool = True) -> bool:
+        """Hold `reply` for the interruption to be judged (True), or cut it now (unless
+        not to be cut)."""
         self._window_s = vad.resume_window_ms / 1000
         held = vad.interrupt_mode == "pause" and self.pause(reply, self._window_s, spoken_ms)
-        if not held:
+        if not held and cut:
             self.cut(reply, spoken_ms)
         return held
 
@@ -203,7 +163,7 @@ class Interruptions:
         spoken_ms = self._on.spoken_ms()
         if spoken_ms > BACKCHANNEL_MS:
             return
-        if self._early is not None and not self._early.done():
+        if self._looking:
             if self._held is not None:
                 self._look_again_at_ms = spoken_ms  # the whole of it, once that look is done
             return
@@ -220,7 +180,7 @@ class Interruptions:
         words at its start ("Ri-") is heard again as it goes on (_look_again)."""
         if vad.interrupt_mode != "pause" or self.judging:
             return
-        if self._early is None or self._early.done():
+        if not self._looking:
             self._early = spawn(self._judge_short(over, vad, None), f"{self._session_id}:start")
 
     async def _judge_short(self, reply: Reply, vad: VadSettings, at_pause_ms: int | None) -> None:
@@ -231,15 +191,10 @@ class Interruptions:
         if heard is None or no_turn(heard.text, heard.language) or reply.done or self.judging:
             return
         spoken_ms = self._on.spoken_ms()
-        if at_pause_ms is None:
-            self._window_s = vad.resume_window_ms / 1000
-            held = self.pause(reply, self._window_s, spoken_ms)
-        else:
-            held = self._stop(reply, vad, spoken_ms)
-        if held:
+        if self._stop(reply, vad, spoken_ms, cut=at_pause_ms is not None):
             log.info("reply held %s, after %r", "at its start" if at_pause_ms is None else
                      "at a pause", heard.text, extra={"session_id": self._session_id})  # fmt: skip
-            if self._may_be_backchannel(heard):  # "I" of "I see"
+            if may_be_backchannel(heard.text, heard.language):  # "I" of "I see"
                 self._look_again_at_ms = spoken_ms + LOOK_AGAIN_MS
 
     async def _brief(self, at_pause_ms: int | None) -> Transcript | None:
@@ -280,7 +235,7 @@ class Interruptions:
         elif self._held is not None:
             log.debug("reply still held after %r so far", heard.text,
                       extra={"session_id": self._session_id})  # fmt: skip
-            if self._may_be_backchannel(heard):
+            if may_be_backchannel(heard.text, heard.language):
                 self._look_again_at_ms = looked_at_ms + LOOK_AGAIN_MS
 
     def _look_again(self) -> None:
@@ -291,7 +246,7 @@ class Interruptions:
           Other words before it ("Hold on") settle it;
         - let go on as a backchannel: words after it ("Okay, but why?", or "Ah-" that was
           "Actually") hold the reply again then, not at the first pause."""
-        if self._look_again_at_ms is None or (self._early is not None and not self._early.done()):
+        if self._look_again_at_ms is None or self._looking:
             return
         spoken_ms = self._on.spoken_ms()
         if spoken_ms > BACKCHANNEL_MS:
@@ -299,11 +254,6 @@ class Interruptions:
         elif spoken_ms >= self._look_again_at_ms:
             self._look_again_at_ms = None
             self._early = spawn(self._judge_early(None), f"{self._session_id}:again")
-
-    @staticmethod
-    def _may_be_backchannel(heard: Transcript) -> bool:
-        """Words that may still turn out a backchannel: all but the last are one."""
-        return no_turn(" ".join(_words(heard.text)[:-1]), heard.language)
 
     def spoke_on(self) -> None:
         """The user said more after a backchannel let the reply go on: enough to hold it
