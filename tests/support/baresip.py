@@ -52,27 +52,34 @@ class Baresip:
         self.folder = folder
         self.recordings = folder / "recordings"
         self.recordings.mkdir(parents=True, exist_ok=True)
-        sip_port, ctrl_port = free_port(), free_port()
-        rtp_low = 20_000 + (sip_port % 400) * 100
-        (folder / "config").write_text(CONFIG.format(
-            sip_port=sip_port, microphone=microphone, ctrl_port=ctrl_port,
-            rtp_low=rtp_low, rtp_high=rtp_low + 99, recordings=self.recordings,
-        ))  # fmt: skip
-        (folder / "accounts").write_text(
-            f"<sip:phone@127.0.0.1:{sip_port}>;regint=0;answermode=manual;audio_codecs=PCMU,PCMA\n"
-        )
-        self._ctrl_port = ctrl_port
+        self._microphone = microphone
         self._log = open(folder / "baresip.log", "wb")  # noqa: SIM115 - closed in stop()
-        self._process = subprocess.Popen(
-            ["baresip", "-f", str(folder)], stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        self._launch()
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self.events: list[dict[str, Any]] = []
         self._tokens = 0
 
-    async def connect(self, timeout_s: float = 15.0) -> None:
+    def _launch(self) -> None:
+        # baresip also binds SIP over TLS on the SIP port + 1, which no free_port() checked.
+        sip_port, ctrl_port = free_port(), free_port()
+        rtp_low = 20_000 + (sip_port % 400) * 100
+        (self.folder / "config").write_text(CONFIG.format(
+            sip_port=sip_port, microphone=self._microphone, ctrl_port=ctrl_port,
+            rtp_low=rtp_low, rtp_high=rtp_low + 99, recordings=self.recordings,
+        ))  # fmt: skip
+        (self.folder / "accounts").write_text(
+            f"<sip:phone@127.0.0.1:{sip_port}>;regint=0;answermode=manual;audio_codecs=PCMU,PCMA\n"
+        )
+        self._ctrl_port = ctrl_port
+        self._process = subprocess.Popen(
+            ["baresip", "-f", str(self.folder)], stdout=self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    async def connect(self, timeout_s: float = 15.0, launches: int = 3) -> None:
+        """Waits for the ctrl_tcp socket; a phone that lost a race for one of its ports
+        (another process bound it between free_port() and baresip) starts again on others."""
         async with asyncio.timeout(timeout_s):
             while True:
                 try:
@@ -82,7 +89,10 @@ class Baresip:
                     return
                 except OSError:
                     if self._process.poll() is not None:
-                        raise RuntimeError(f"baresip exited:\n{self.log()}") from None
+                        launches -= 1
+                        if launches == 0 or "Address already in use" not in self.log():
+                            raise RuntimeError(f"baresip exited:\n{self.log()}") from None
+                        self._launch()
                     await asyncio.sleep(0.1)
 
     async def command(self, name: str, params: str = "") -> dict[str, Any]:
