@@ -122,12 +122,19 @@ class LlamaServer:
     log: Path
 
 
+# python -m llama_cpp.server, on the weights as they are where the CPU has AMX (avoid_amx).
+LLAMA_SERVER = (
+    "import runpy; from app.engines.llama import avoid_amx; avoid_amx(); "
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+)
+
+
 def _serve_llama(folder: Path, *extra: str) -> Iterator[LlamaServer]:
     port = free_port()
     log = folder / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", bundled_gguf_path(),
+            [sys.executable, "-c", LLAMA_SERVER, "--model", bundled_gguf_path(),
              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
              *extra],
             stdout=out, stderr=subprocess.STDOUT,

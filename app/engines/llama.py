@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
 from typing import Any
 
 from app.config import LlmSettings
@@ -45,12 +46,43 @@ def bundled_gguf_path() -> str:
     return str(files.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
+def cpu_has_amx(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    try:
+        return " amx_int8" in Path(cpuinfo).read_text()
+    except OSError:
+        return False
+
+
+def avoid_amx() -> bool:
+    """On a CPU with AMX, llama.cpp repacks the weights for it and segfaults at the first
+    decode on some machines (seen on 2 vCPUs of a Sapphire Rapids here; ggml-org/llama.cpp
+    #20824). There, every Llama this process makes keeps its weights as they are: no extra
+    buffer types, as llama.cpp's own --no-repack. Llama() takes no such argument, so its
+    defaults are changed. Returns whether they were."""
+    import llama_cpp.llama_cpp as c
+
+    if not cpu_has_amx() or hasattr(c.llama_model_default_params, "repacking"):
+        return False
+    defaults = c.llama_model_default_params
+
+    def without_repacking() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    without_repacking.repacking = defaults  # type: ignore[attr-defined]
+    c.llama_model_default_params = without_repacking
+    log.info("llm: this CPU has AMX; llama.cpp keeps its weights unrepacked (llama.cpp#20824)")
+    return True
+
+
 class LlamaCppLLM:
     """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
 
     def __init__(self, settings: LlmSettings) -> None:
         from llama_cpp import Llama
 
+        avoid_amx()
         self._settings = settings
         path = settings.model_path or bundled_gguf_path()
         self.model_name = path.rsplit("/", 1)[-1]

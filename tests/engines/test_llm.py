@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,6 +91,37 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation() -> N
         assert 1 <= tokens.completion <= 48, "...and a token a streamed piece"
     finally:
         await llm.aclose()
+
+
+def test_on_a_cpu_with_amx_llama_keeps_its_weights_unrepacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp's AMX repacking segfaults on some Sapphire Rapids machines: where the CPU
+    has AMX, every model this process loads skips it; elsewhere, nothing changes."""
+    import llama_cpp.llama_cpp as c
+
+    from app.engines import llama
+
+    flags = "flags\t\t: fpu vme sse sse2 avx2 avx512f"
+    (tmp_path / "plain").write_text(f"{flags}\n")
+    (tmp_path / "amx").write_text(f"{flags} amx_bf16 amx_int8 amx_tile\n")
+    assert not llama.cpu_has_amx(str(tmp_path / "plain"))
+    assert llama.cpu_has_amx(str(tmp_path / "amx"))
+    assert not llama.cpu_has_amx(str(tmp_path / "absent"))
+
+    # llama.cpp's own, whether or not this process has avoided AMX already
+    defaults = getattr(c.llama_model_default_params, "repacking", c.llama_model_default_params)
+    monkeypatch.setattr(c, "llama_model_default_params", defaults)
+    monkeypatch.setattr(llama, "cpu_has_amx", lambda: False)
+    assert not llama.avoid_amx()
+    assert c.llama_model_default_params().use_extra_bufts
+    monkeypatch.setattr(llama, "cpu_has_amx", lambda: True)
+    assert llama.avoid_amx()
+    assert not llama.avoid_amx(), "once per process"
+    params, before = c.llama_model_default_params(), defaults()
+    assert before.use_extra_bufts and not params.use_extra_bufts
+    others = [name for name, _ in params._fields_ if name != "use_extra_bufts"]
+    assert [str(getattr(params, n)) for n in others] == [str(getattr(before, n)) for n in others]
 
 
 WEATHER: list[Tool] = [{
