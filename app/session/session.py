@@ -20,6 +20,7 @@ from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
 from app.session.history import History, Message
 from app.session.items import Items
+from app.session.job_queue import JobQueue
 from app.session.jobs import Announcement, Job, ReplyRequest, UserTurn
 from app.session.listening.idle import IdleTimeout
 from app.session.listening.interruption import InterruptionCallbacks, Interruptions
@@ -47,16 +48,12 @@ from app.session.speaking.backend import Backend
 from app.session.speaking.reply import Emit, Reply
 from app.session.taps import TappedOut, Taps
 from app.session.usage import Usage
-from app.tasks import CloseOnce, cancel_task, spawn
+from app.tasks import CloseOnce
 from app.vocab.languages import AUTO
 from app.vocab.speech import Transcript, TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
 
-# Finished user turns (and requested replies) waiting for the agent. If the user
-# keeps talking while a reply is still running, the oldest waiting one is dropped
-# (and the client told).
-JOB_QUEUE_SIZE = 2
 # The conversation kept in memory, in prompts' worth (llm.max_history_messages):
 # older items than a prompt holds stay retrievable and deletable for a while.
 HISTORY_PROMPTS = 4
@@ -133,11 +130,9 @@ class Session:
             fallback=settings.tts.fallback_speech,
             server_voice=settings.tts.voice,
         )
-        self._jobs: asyncio.Queue[Job] = asyncio.Queue(maxsize=JOB_QUEUE_SIZE)
-        self._job: Job | None = None  # the one being answered
+        self._jobs = JobQueue(session_id, self._answer, self._answered)
         self._item_id = new_id("item")  # the user's next utterance
         self._manual = ManualInput(settings.vad.max_utterance_s)  # turn detection off
-        self._worker: asyncio.Task[None] | None = None
         self._idle = IdleTimeout(
             lambda: self._turns.position_ms,
             lambda: not (self.busy or self._turns.speaking),
@@ -166,7 +161,7 @@ class Session:
     # --- lifecycle
 
     def start(self) -> None:
-        self._worker = spawn(self._run_jobs(), f"{self.id}:turns")
+        self._jobs.start()
 
     async def close(self) -> list[str]:
         """Stop the session's work; return the names of tasks that would not stop. Safe
@@ -179,17 +174,12 @@ class Session:
     @property
     def reply(self) -> Reply | None:
         """The reply the user may be hearing now."""
-        reply = self._job.reply if self._job is not None else None
-        return reply if reply is not None and reply.live else None
+        return self._jobs.reply
 
     @property
     def busy(self) -> bool:
-        """A reply is being prepared or played, or one is waiting. One that has ended (its
-        ReplyEnded is out, its history written) does not count while its task winds down:
-        a client may ask for the next reply as soon as it hears the last one is done."""
-        job = self._job
-        answering = job is not None and not (job.reply is not None and job.reply.done)
-        return answering or not self._jobs.empty()
+        """A reply is being prepared or played, or one is waiting (JobQueue.busy)."""
+        return self._jobs.busy
 
     # --- verbs
 
@@ -361,8 +351,7 @@ class Session:
     def _reply_spoken_over(self) -> Reply | None:
         """The reply the user's speech may interrupt; not one begun in a pause of this very
         turn, which is the speculation's to drop."""
-        job = self._job
-        if isinstance(job, UserTurn) and not job.ended:
+        if isinstance(job := self._jobs.current, UserTurn) and not job.ended:
             return None
         return self.reply
 
@@ -388,7 +377,7 @@ class Session:
         # Whether to answer is known now: changing turn detection drops the speculation.
         respond = self.options.create_response
         turn = UserTurn(self.id, audio, self._item_id, ended=False, respond=respond)
-        self._jobs.put_nowait(turn)
+        self._jobs.put(turn)
         self._speculation.begin(turn)
 
     # --- the agent's side
@@ -411,41 +400,25 @@ class Session:
 
     def _enqueue(self, job: Job) -> None:
         self._idle.cancel()
-        if self._jobs.full():
-            self._jobs.get_nowait().abandoned = True
-            log.warning("turn queue full; dropping one", extra={"session_id": self.id})
+        if not self._jobs.put(job):
+            log.warning("turn queue full; dropped one", extra={"session_id": self.id})
             self._emit(msg.Problem("turn_dropped", "agent busy: an earlier utterance was dropped"))
-        self._jobs.put_nowait(job)
 
-    async def _run_jobs(self) -> None:
-        while True:
-            job = await self._jobs.get()
-            if job.abandoned:
-                continue
-            if job.session_id != self.id:  # tagged where made, checked where run
-                log.error("dropped a turn of %s", job.session_id, extra={"session_id": self.id})
-                continue
-            self._job = job
-            # A child task, so a speculative answer can be cancelled without the worker.
-            job.task = asyncio.create_task(
-                self._answerer.answer(job, self.options), name=f"{self.id}:reply"
-            )
-            try:
-                await asyncio.wait([job.task])
-            finally:
-                self._job = None
-                await cancel_task(job.task)
-            self._answerer.report(job.task)
-            if job.reply is not None and job.reply.opened and self._jobs.empty():
-                self._arm_idle()
+    async def _answer(self, job: Job) -> None:
+        await self._answerer.answer(job, self.options)
+
+    def _answered(self, job: Job) -> None:
+        assert job.task is not None
+        self._answerer.report(job.task)
+        if job.reply is not None and job.reply.opened and not self._jobs.waiting:
+            self._arm_idle()
 
     async def _close(self) -> None:
         self._idle.cancel()
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()
-        reply = self._job.task if self._job is not None else None
-        tasks = [task for task in (self._worker, reply) if task is not None and not task.done()]
+        tasks = self._jobs.tasks()
         for task in tasks:
             task.cancel()
         if tasks:
