@@ -19,7 +19,6 @@ needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import re
@@ -38,13 +37,12 @@ from app.telephony.sip.dialog import Dialog
 from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.message import SipMessage, SipParseError
 from app.telephony.sip.refusals import REFUSED, refusal
+from app.telephony.sip.requests import Address, Requests, resends
 from app.telephony.sip.sdp import AudioOffer, NotAcceptable, answer, read_offer
 from app.telephony.sip.transfer import transfer_status
 
 log = logging.getLogger(__name__)
 
-T1_S, T2_S = 0.5, 4.0  # RFC 3261's retransmission timers
-TIMEOUT_S = 64 * T1_S  # timer B/F/H: a transaction gives up
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
 MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
 TRYING_S = 0.2  # RFC 3261 17.2.1: 100 Trying if the answer takes longer than this
@@ -76,8 +74,7 @@ class SipServer(asyncio.DatagramProtocol):
         self._vouched = bool(settings.allow) or self._auth is not None
         self._dialogs: dict[str, Dialog] = {}  # by Call-ID
         self._answered = Answered()  # final responses, for retransmitted requests
-        # Our requests' branches, until answered: their final responses.
-        self._pending: dict[str, asyncio.Future[SipMessage]] = {}
+        self._requests = Requests(self._send, self._here)  # our BYEs and REFERs
         self._tasks = TaskSet()  # answering INVITEs, hanging up on BYEs, our own BYEs
         self._transport: asyncio.DatagramTransport | None = None
         self.port = 0
@@ -92,7 +89,7 @@ class SipServer(asyncio.DatagramProtocol):
     async def aclose(self, timeout_s: float = 2.0) -> None:
         """Give the BYEs of calls just ended a chance to be answered, then stop."""
         deadline = time.monotonic() + timeout_s
-        while self._pending and time.monotonic() < deadline:  # noqa: ASYNC110
+        while self._requests.pending and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await self._tasks.close()
         if self._transport is not None:
@@ -115,7 +112,7 @@ class SipServer(asyncio.DatagramProtocol):
             self._malformed(exc, source)
             return
         if not message.method:
-            self._response_received(message)
+            self._requests.answered(message)
         elif not self._filter.allows(source[0]):
             log.warning("SIP %s from %s refused: not in sip.allow", message.method, source[0])
             self._reply(message, source, 403, "Forbidden")
@@ -214,9 +211,8 @@ class SipServer(asyncio.DatagramProtocol):
             self._refuse(dialog, 487, "Request Terminated")
             await self._calls.hang_up(leg.session_id)
             return
-        address = self.settings.public_address or local_address(source[0], self._host)
         contact = self._contact(dialog)
-        body = answer(offer, address, leg.port).encode()
+        body = answer(offer, self._address(source), leg.port).encode()
         dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
                                     headers=[("Contact", contact), ("Allow", ALLOW),
                                              ("Supported", "")], body=body)  # fmt: skip
@@ -249,11 +245,11 @@ class SipServer(asyncio.DatagramProtocol):
     async def _until_acked(self, dialog: Dialog) -> None:
         """Timer G: the 200 again, at T1 doubling to T2, until the ACK; timer H gives up."""
         assert dialog.final is not None
-        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
-        while not (dialog.confirmed or dialog.ended) and time.monotonic() < deadline:
+        for interval in resends():
+            if dialog.confirmed or dialog.ended:
+                break
             self._send(dialog.final, dialog.source)
             await asyncio.sleep(interval)
-            interval = min(interval * 2, T2_S)
         if not dialog.confirmed and dialog.leg is not None and not dialog.ended:
             log.warning("SIP call %s: no ACK; hanging up", dialog.invite.call_id[:LOG_CHARS])
             await self._calls.hang_up(dialog.leg.session_id)
@@ -339,11 +335,6 @@ class SipServer(asyncio.DatagramProtocol):
             dialog.leg.rtp.on_key(signal.group(1).upper())
         self._reply(request, source, 200, "OK")
 
-    def _response_received(self, response: SipMessage) -> None:
-        done = self._pending.get(response.branch)
-        if done is not None and response.status >= 200 and not done.done():
-            done.set_result(response)
-
     # --- out ----------------------------------------------------------------------------
 
     def _leg_closed(self, dialog: Dialog) -> None:
@@ -355,7 +346,7 @@ class SipServer(asyncio.DatagramProtocol):
         self._tasks.spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
 
     async def _send_bye(self, dialog: Dialog) -> None:
-        if await self._request(dialog, "BYE") is None:
+        if await self._requests.send(dialog, "BYE") is None:
             log.warning(
                 "SIP call %s: our BYE was never answered", dialog.invite.call_id[:LOG_CHARS]
             )
@@ -364,7 +355,7 @@ class SipServer(asyncio.DatagramProtocol):
         """Ask the caller to call `target` instead (REFER, RFC 3515); TransferFailed if it
         will not. Its NOTIFY saying the new call is up ends ours."""
         contact = self._contact(dialog)
-        response = await self._request(
+        response = await self._requests.send(
             dialog, "REFER", [("Refer-To", f"<{target}>"), ("Referred-By", contact),
                               ("Contact", contact)],
         )  # fmt: skip
@@ -389,45 +380,15 @@ class SipServer(asyncio.DatagramProtocol):
             hanging_up = self._calls.hang_up(dialog.leg.session_id)
             self._tasks.spawn(hanging_up, f"sip:{request.call_id[:24]}:transferred")
 
-    async def _request(
-        self,
-        dialog: Dialog,
-        method: str,
-        extra: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    ) -> SipMessage | None:
-        """Our request within the call, again at T1 doubling to T2 until its final
-        response (timer E), or timer F: that response, or None."""
-        invite, branch = dialog.invite, sip.new_branch()
-        dialog.cseq += 1
-        target = sip.uri_of(invite.get("Contact") or "") or invite.uri
-        address = self.settings.public_address or local_address(dialog.source[0], self._host)
-        headers = [
-            ("Via", f"SIP/2.0/UDP {host_port(address, self.port)};branch={branch};rport"),
-            ("Max-Forwards", "70"),
-            ("From", f"{invite.get('To')};tag={dialog.local_tag}"),
-            ("To", invite.get("From") or ""),
-            ("Call-ID", invite.call_id),
-            ("CSeq", f"{dialog.cseq} {method}"),
-            *(("Route", route) for route in invite.all("Record-Route")),
-            *extra,
-        ]
-        data = sip.request(method, target, headers)
-        done = self._pending[branch] = asyncio.get_running_loop().create_future()
-        interval, deadline = T1_S, time.monotonic() + TIMEOUT_S
-        try:
-            while not done.done() and time.monotonic() < deadline:
-                self._send(data, dialog.source)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(interval):
-                        await asyncio.shield(done)
-                interval = min(interval * 2, T2_S)
-        finally:
-            self._pending.pop(branch, None)
-        return done.result() if done.done() else None
+    def _address(self, source: Address) -> str:
+        """Our address as the peer at `source` reaches it."""
+        return self.settings.public_address or local_address(source[0], self._host)
+
+    def _here(self, source: Address) -> str:
+        return host_port(self._address(source), self.port)
 
     def _contact(self, dialog: Dialog) -> str:
-        address = self.settings.public_address or local_address(dialog.source[0], self._host)
-        return f"<sip:agent@{host_port(address, self.port)}>"
+        return f"<sip:agent@{self._here(dialog.source)}>"
 
     def _reply(
         self,
