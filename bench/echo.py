@@ -15,8 +15,8 @@ alone, neither) and condition it prints:
   client saw during the reply (the Agents SDK stops playback on those);
 - ERLE: how much quieter the canceller made the microphone while the agent spoke;
 - barge-in: the caller says "Wait, stop." over the reply, at a caller's level, 2 s in:
-  whether it stopped the reply and when its audio stopped, from the onset of the speech
-  (the target: the confirm window + 100 ms).
+  whether it stopped the reply and when its audio stopped for good, from the onset of the
+  speech (the target: the confirm window + 100 ms), and whether it was let go on first.
 
 It asserts nothing.
 """
@@ -79,8 +79,9 @@ class Trial:
     echo_turns: int
     speech_started: int  # seen by the client during the reply
     erle_db: float | None
-    stopped_after_s: float | None  # barge-in trials: when its audio stopped
+    stopped_after_s: float | None  # barge-in trials: when its audio stopped for good
     stopped: bool
+    went_on_first: bool  # held, then let go on, before it stopped for good
 
 
 class Room:
@@ -136,7 +137,7 @@ async def one(
     room = Room(reference, loss_db, delay_ms)
     room.caller = question
     t0 = time.monotonic()
-    onset = None
+    onset = onset_at = None
     captured = 0  # samples
     try:
         for n in range(int(60 / 0.02)):
@@ -150,6 +151,7 @@ async def one(
             if interruption is not None and onset is None and voiced and \
                     time.monotonic() > voiced[0] + 2.0:  # fmt: skip
                 room.caller, onset = interruption, captured * 1000 // RATE
+                onset_at = time.monotonic()
             ended = sent.at(msg.ReplyEnded) if sent.of(msg.ReplyEnded) else None
             if ended is not None and time.monotonic() > ended[1] + AFTER_S:
                 break  # its echo has died away, and any turn it made has begun
@@ -161,11 +163,16 @@ async def one(
     started_during = len(sent.of(msg.SpeechStarted)) - 1 - (onset is not None)
     # In the stream's time, so a busy machine does not lengthen it: from the onset to
     # where the user's speech was found, and then as long as they spoke until the stop.
+    # A hold let go on and never taken up again means the reply was cut at the end of the
+    # utterance: that cut, on the wall clock (the feed keeps to it), is when it stopped.
     stopped_after_s = None
-    if onset is not None and reactions:
+    went_on_first = stats.resumed > 0
+    if onset is not None and reactions and (not went_on_first or stats.paused > stats.resumed):
         found = [m.audio_start_ms for m in sent.of(msg.SpeechStarted) if m.audio_start_ms >= onset]
         if found:
-            stopped_after_s = (found[0] - onset) / 1000 + reactions[0]
+            stopped_after_s = (found[0] - onset) / 1000 + reactions[-1]
+    elif onset_at is not None and first_ended and status == "cancelled":
+        stopped_after_s = sent.at(msg.ReplyEnded)[1] - onset_at
     quiet_cuts = stats.paused + stats.cancelled if interruption is None else 0
     erle = session._front._canceller.erle_db if session._front._canceller else None  # noqa: SLF001
     return Trial(
@@ -175,6 +182,7 @@ async def one(
         erle_db=erle,
         stopped_after_s=stopped_after_s,
         stopped=status == "cancelled",
+        went_on_first=interruption is not None and went_on_first,
     )
 
 
@@ -204,6 +212,7 @@ async def run(quick: bool) -> None:
                 if barge.stopped and barge.stopped_after_s is not None:
                     stops.append(barge.stopped_after_s * 1000)
                     stop = f"stopped {stops[-1]:4.0f} ms in"
+                    stop += ", let go on first" if barge.went_on_first else ""
                 print(f"  loss {loss:2d} dB, delay {delay:3d} ms: self-interruptions "
                       f"{echo.held_or_cut}, echo turns {echo.echo_turns}, speech_started "
                       f"{echo.speech_started}, ERLE {erle}; barge-in {stop}")  # fmt: skip

@@ -16,7 +16,7 @@ import pytest
 from app.agent.responders import EchoResponder
 from app.observability.counters import InterruptionStats
 from app.session import messages as msg
-from app.session.listening.backchannels import no_turn
+from app.session.listening.backchannels import hum, no_turn
 from app.session.session import Session
 from tests.session.fakes import (
     FakeLLM,
@@ -96,6 +96,15 @@ def spoken_over(
 )
 def test_what_counts_as_no_turn(text: str, expected: bool) -> None:
     assert no_turn(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("Mm-hmm.", True), ("Uh-huh", True), ("Mm hum.", True), ("", False),
+     ("Right, okay.", False), ("Mm-hmm, right.", False), ("Now.", False)],
+)  # fmt: skip
+def test_what_is_a_hum(text: str, expected: bool) -> None:
+    assert hum(text) is expected
 
 
 def frames_of(audio: Speaker) -> int:
@@ -245,6 +254,22 @@ async def test_a_backchannel_heard_whole_as_words_is_heard_again_primed() -> Non
     assert stats.snapshot() == {"paused": 1, "resumed": 1, "cancelled": 0}
     assert len(sent.of(msg.InputCommitted)) == 1, "no item for the backchannel"
     assert engines.stt.briefly_heard[-1] == engines.stt.heard[-1], "the whole, primed"
+    await session.close()
+
+
+async def test_words_heard_whole_are_not_outweighed_by_primed_words() -> None:
+    """Over its own echo, "Wait, stop." so far was heard primed as "Right, okay." and let
+    the reply go on; whole and unprimed it is "Wait.", and primed again "Right, okay.":
+    the primer's words, not a hum, so the unprimed words stand and the reply is cut."""
+    stats = InterruptionStats()
+    session, sent, _, engines = spoken_over(stats, "Wait.")
+    engines.stt.brief_script = ["Right, okay."]  # so far, at its pause, and whole
+    await play_script(session, OVER_THE_REPLY)
+    await wait_for(sent, msg.ReplyEnded, count=2, timeout_s=15)
+    first = sent.nth(msg.ReplyEnded)
+    assert (first.status, first.reason) == ("cancelled", "turn_detected")
+    assert engines.stt.briefly_heard[-1] == engines.stt.heard[-1], "the whole, primed"
+    assert sent.of(msg.UserTranscribed)[-1].transcript == "Wait."
     await session.close()
 
 

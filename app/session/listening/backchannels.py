@@ -54,6 +54,12 @@ def backchannels(language: str) -> frozenset[tuple[str, ...]]:
     return BACKCHANNEL | {tuple(_words(phrase)) for phrase in spoken(language).backchannels}
 
 
+def hum(text: str) -> bool:
+    """Some sound, but no word: a hum or an "uh-huh" ("Mm-hmm.", "Uh-huh."), however spelt."""
+    words = _words(text)
+    return bool(words) and all(MURMUR.fullmatch(word) for word in words)
+
+
 def may_be_backchannel(text: str, language: str = "") -> bool:
     """Words that may still turn out a backchannel, their last one perhaps only begun: all
     but the last are one."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from app.config import VadSettings
 from app.errors import EngineError
 from app.observability.counters import InterruptionStats
-from app.session.listening.backchannels import may_be_backchannel, no_turn
+from app.session.listening.backchannels import hum, may_be_backchannel, no_turn
 from app.session.speaking.reply import Reply
 from app.tasks import OneShot, cancel_task, spawn
 from app.vocab.speech import Transcript
@@ -313,15 +313,16 @@ class Interruptions:
 
     async def _heard_as_its_start(self, audio: bytes, heard: Transcript) -> Transcript:
         """An utterance whose start was heard as a backchannel, heard whole as words: heard
-        again as its start was, primed with backchannels, and a backchannel if that says
-        so. Unprimed, Whisper spells some hums as words (espeak-ng's "Mm-hmm" in en-gb as
-        "And then them."); primed, it kept 214 of 216 real interruptions as words
-        (engines/stt.py, BRIEF_PROMPT)."""
+        again as its start was, primed with backchannels, and a hum if that says so.
+        Unprimed, Whisper spells some hums as words (espeak-ng's "Mm-hmm" in en-gb as "And
+        then them."). Primed, it may also hear the primer's words in an unclear start: over
+        its own echo, "Wait, stop." was "Right, okay." primed and "Wait." unprimed
+        (bench/echo.py), so primed words never outweigh the unprimed ones."""
         try:
             again = await self._on.transcribe_brief(audio)
         except EngineError:
             return heard
-        if again is None or not no_turn(again.text, again.language):
+        if again is None or not hum(again.text):
             return heard
         log.info("heard whole as %r, and as %r primed", heard.text, again.text,
                  extra={"session_id": self._session_id})  # fmt: skip
