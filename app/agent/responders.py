@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
+from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.timings import TurnTimings
 from app.engines import Engines
 from app.errors import EngineError
@@ -125,11 +126,14 @@ class Responder(Protocol):
 
 
 class AgentResponder:
-    def __init__(self, engines: Engines, *, first_chunk_words: int = 4) -> None:
+    def __init__(
+        self, engines: Engines, *, first_chunk_words: int = 4, max_spoken_words: int = 0
+    ) -> None:
         self._stt = engines.stt
         self._llm = engines.llm
         self._tts = engines.tts
         self._first_chunk_words = first_chunk_words
+        self._max_spoken_words = max_spoken_words
         self._pace = SynthesisPace()
         self.voices = tuple(engines.tts.voices)
         self.languages = engines.stt.languages
@@ -157,7 +161,8 @@ class AgentResponder:
                 yield delta
 
     def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
-        return self._llm.stream(
+        """The LLM's reply, never babbling: a response that sets its own length keeps it."""
+        deltas = self._llm.stream(
             request.prompt,
             max_tokens=request.max_tokens,
             tools=request.tools,
@@ -165,6 +170,8 @@ class AgentResponder:
             for_reply=request.reply_id,
             tokens=request.tokens,
         )
+        words = self._max_spoken_words if request.max_tokens is None else None
+        return guarded(deltas, ReplyGuard(words))
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         """Each clause as soon as it is synthesized, tool calls as they come. A clause

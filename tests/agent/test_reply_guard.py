@@ -1,0 +1,181 @@
+"""The reply guard: what a small model babbles is cut, what a reply means to say is not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from app.agent.reply_guard import ReplyGuard, guarded
+from app.agent.responders import AgentResponder, Piece, SpeechRequest
+from app.agent.timings import TurnTimings
+from app.config import TtsSettings
+from app.engines import Engines
+from app.engines.tts import KokoroTTS
+from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from tests.session.fakes import FakeSTT
+
+
+def run(text: str, soft_words: int | None = None, *, by: int = 3) -> tuple[str, str | None]:
+    """`text` streamed through a guard in deltas of `by` characters, as tokens come."""
+    guard = ReplyGuard(soft_words)
+    out = "".join(guard.push(text[i : i + by]) for i in range(0, len(text), by))
+    if guard.stopped is None:
+        out += guard.finish()
+    return out, guard.stopped
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "The capital of France is Paris.",
+        "Sure! I'd be happy to help. What time works for you?",
+        "That is very, very good news.",
+        "Thank you. Thank you so much for calling.",
+        "Plan A: take the train. Plan B: drive.",
+        "Two plus two is four.\nAnything else?",
+        "It costs 3.50 dollars, or about 1,000 yen.",
+        "No, no, no worries at all.",
+    ],
+)
+def test_what_a_reply_means_to_say_passes_whole(reply: str) -> None:
+    assert run(reply) == (reply, None)
+
+
+def test_a_speaker_tag_that_opens_the_reply_is_not_said() -> None:
+    assert run("Assistant: Hello, how can I help?") == ("Hello, how can I help?", None)
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ("Paris is the capital. User: And Germany? Assistant: Berlin.", "Paris is the capital. "),
+        ("Fine, thanks.\nQ: What is two plus two?\nA: Four.", "Fine, thanks.\n"),
+        ("A: A: A: A: A: A: A: A: A:", ""),
+        ("It is sunny today.<|im_end|><|im_start|>user", "It is sunny today."),
+        ("Goodbye! <|im_start|>user\nHi", "Goodbye! "),
+    ],
+)
+def test_the_next_speakers_turn_ends_the_reply(reply: str, said: str) -> None:
+    out, stopped = run(reply)
+    assert (out, stopped) == (said, "speaker_tag")
+
+
+@pytest.mark.parametrize(
+    ("unit", "most_words"),
+    [
+        ("ha ", 3),
+        ("and then ", 5),
+        ("I like cats. ", 3),
+        ("We are in week twelve, which is twelve days. ", 9),
+    ],
+)
+def test_a_reply_saying_the_same_again_and_again_stops(unit: str, most_words: int) -> None:
+    out, stopped = run("Well, " + unit * 40)
+    assert stopped == "loop"
+    assert len(out.split()) <= 1 + most_words, out
+
+
+def test_a_sentence_that_only_begins_as_an_earlier_one_is_said() -> None:
+    reply = "I like cats. I like dogs too. I like cats and dogs."
+    assert run(reply) == (reply, None)
+
+
+SENTENCES = [f"Sentence number {n} has exactly seven words." for n in range(20)]
+
+
+def test_a_long_reply_ends_at_the_sentence_after_its_limit() -> None:
+    out, stopped = run(" ".join(SENTENCES), soft_words=20)
+    assert stopped == "length"
+    assert out == " ".join(SENTENCES[:3]) + " "  # 21 words: the sentence past 20 is whole
+
+
+def test_a_sentence_still_open_well_past_the_limit_is_dropped() -> None:
+    words = " ".join(f"word{n}" for n in range(50))
+    assert run(f"One two three. {words}", soft_words=5) == ("One two three. ", "length")
+
+
+def test_a_last_sentence_without_its_full_stop_is_said() -> None:
+    assert run("One two three. Four five six", soft_words=5) == (
+        "One two three. Four five six",
+        None,
+    )
+
+
+def test_without_a_limit_a_long_reply_is_said_whole() -> None:
+    reply = " ".join(f"Sentence number {n}." for n in range(100))
+    assert run(reply) == (reply, None)
+
+
+class LoopingLLM:
+    """A model stuck in a loop: the same words until someone stops it."""
+
+    model_name = "looping"
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.tokens = 0
+        self.closed = asyncio.Event()
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        tools: list[Tool] | None = None,
+        tool_choice: ToolChoice | None = None,
+        for_reply: str | None = None,
+        tokens: TokenCount | None = None,
+    ) -> AsyncGenerator[Delta, None]:
+        try:
+            for _ in range(2000):
+                for word in self.unit.split(" "):
+                    self.tokens += 1
+                    yield word + " "
+                    await asyncio.sleep(0)
+        finally:
+            self.closed.set()
+
+    async def aclose(self) -> None: ...
+
+
+@pytest.fixture(scope="module")
+def kokoro() -> KokoroTTS:
+    tts = KokoroTTS(TtsSettings())
+    yield tts
+    tts.close()
+
+
+@pytest.mark.parametrize("unit", ["A:", "Ha", "I like cats.", "We're currently in week twelve."])
+async def test_a_looping_model_is_cut_within_two_seconds_of_audio(
+    unit: str, kokoro: KokoroTTS
+) -> None:
+    """The real Kokoro speaks what the guard lets through; the model's stream is closed."""
+    llm = LoopingLLM(unit)
+    responder = AgentResponder(Engines(stt=FakeSTT(), llm=llm, tts=kokoro), max_spoken_words=60)
+    request = SpeechRequest(
+        "sess_loop", [{"role": "user", "content": "Tell me a short joke."}], b"", "jf_alpha",
+        1.0, TurnTimings(),
+    )  # fmt: skip
+    audio_s = 0.0
+    async for piece in responder.speak(request):
+        assert isinstance(piece, Piece)
+        audio_s += piece.speech.duration_s
+    await asyncio.wait_for(llm.closed.wait(), 5)
+    assert audio_s <= 2.0, f"{audio_s:.2f} s of {unit!r} said"
+    assert llm.tokens < 40, "the generation was stopped, not run to its end"
+
+
+async def test_tool_calls_pass_the_guard_untouched() -> None:
+    async def deltas() -> AsyncGenerator[Delta, None]:
+        yield ToolCallDelta(0, call_id="call_1", name="lights")
+        yield ToolCallDelta(0, arguments='{"room": "kitchen"}')
+        yield "Done."
+
+    out = [delta async for delta in guarded(deltas(), ReplyGuard())]
+    assert out == [
+        ToolCallDelta(0, call_id="call_1", name="lights"),
+        ToolCallDelta(0, arguments='{"room": "kitchen"}'),
+        "Done.",
+    ]
