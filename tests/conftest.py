@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engines.llama import bundled_gguf_path
+from app.engines.llm_models import gguf_path
 from tests.support.otlp import OtlpCollector
 from tests.support.server import ServerProcess, free_port, free_udp_port
 from tests.support.speech import have_espeak, speak_to_wav
@@ -134,7 +134,7 @@ def _serve_llama(folder: Path, *extra: str) -> Iterator[LlamaServer]:
     log = folder / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-c", LLAMA_SERVER, "--model", bundled_gguf_path(),
+            [sys.executable, "-c", LLAMA_SERVER, "--model", gguf_path("smollm2-135m"),
              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
              *extra],
             stdout=out, stderr=subprocess.STDOUT,

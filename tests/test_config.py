@@ -86,6 +86,8 @@ OTHER_VALUES: dict[str, object] = {
     "stt.min_window_s": 20.0,
     "stt.language": "es",
     "llm.temperature": 0.5,
+    "llm.repetition_penalty": 1.3,
+    "llm.embedded": "smollm2-135m",
     "tts.speed": 1.5,
     "stt.beam_size": 2,
     "turn.detection": "semantic_vad",

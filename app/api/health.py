@@ -24,7 +24,7 @@ async def healthz(runtime: Shared) -> JSONResponse:
     if runtime.responder is None:
         state = "failed" if runtime.load_error else "loading"
         return JSONResponse({"status": state, "error": runtime.load_error}, status_code=503)
-    body = {"agent": runtime.settings.agent, "vad": runtime.vad}
+    body = {"agent": runtime.settings.agent, "vad": runtime.vad, "models": runtime.models()}
     engines = runtime.health.snapshot()
     if runtime.health.failing:
         # 503 for monitors; /readyz still lets calls in, and they find the engine back.
@@ -84,6 +84,7 @@ async def client_config(request: Request, runtime: Shared) -> dict[str, Any]:
     return {
         "ice_servers": settings.server.ice_config(),
         "max_sessions": settings.pool.max_sessions,
+        "models": runtime.models(),
         "voice": settings.tts.voice,
         "voices": list(voices or [settings.tts.voice]),
         "speed": settings.tts.speed,

@@ -41,6 +41,17 @@ class Caller:
 ANYONE = Caller()
 
 
+def is_loopback(client: str) -> bool:
+    """Whether a client_key is this machine itself: 127.0.0.0/8, or ::1's /64 (which holds
+    nothing else a peer can connect from)."""
+    if client == "::/64":
+        return True
+    try:
+        return ipaddress.ip_address(client).is_loopback
+    except ValueError:
+        return False
+
+
 def client_key(address: str) -> str:
     """What a client is counted as: its IPv4 address, or its IPv6 /64."""
     try:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from app.agent.responders import Responder
 from app.audio.echo import EchoReference, Played
-from app.calls.admission import Caller, RateLimit
+from app.calls.admission import Caller, RateLimit, is_loopback
 from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signalling
 from app.calls.incoming import IncomingCalls
 from app.calls.pool import Slot, SlotPool
@@ -91,7 +91,7 @@ class CallManager:
                 raise NotReady("server is shutting down")
             responder = self.runtime.answering()
             session_id = session_id or self.new_session_id()
-            if caller.limited:
+            if self._limits(caller):
                 assert caller.address is not None
                 self.call_rate.take(caller.address)
                 slot = self.pool.claim(session_id, via, caller.address, self._client_slots)
@@ -102,6 +102,12 @@ class CallManager:
             raise
         self.runtime.metrics.accepted(via)
         return responder, session_id, slot
+
+    def _limits(self, caller: Caller) -> bool:
+        """Whether `caller` is held to an address's rate and share of the slots."""
+        if not caller.limited or caller.address is None:
+            return False
+        return not (self.settings.limits.loopback_exempt and is_loopback(caller.address))
 
     def session(
         self,

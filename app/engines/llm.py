@@ -69,6 +69,13 @@ class OpenAICompatLLM:
             response = await self._client.get("models")
             response.raise_for_status()
             served = [item["id"] for item in response.json().get("data", [])]
+        except httpx.TransportError as exc:
+            raise EngineError(
+                f"the LLM server at {self._settings.base_url} cannot be reached ({exc!r}): is "
+                "it running, and is VOICE_LLM__BASE_URL (--llm-base-url) its address?",
+                retryable=True,
+                code="llm_unavailable",
+            ) from exc
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             if not self.model_name:
                 raise EngineError(
@@ -110,6 +117,8 @@ class OpenAICompatLLM:
             "max_tokens": max_tokens or self._settings.max_tokens,
             "temperature": self._settings.temperature,
         }
+        if self._settings.repetition_penalty != 1.0:
+            body["repetition_penalty"] = self._settings.repetition_penalty  # vLLM's extra
         if tools:
             body["tools"] = tools
             body["tool_choice"] = tool_choice or "auto"

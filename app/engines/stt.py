@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 class SpeechToText(Protocol):
     languages: frozenset[str]  # what it can hear: {"en"} for an English-only model
+    model_name: str  # a name or a path
 
     async def transcribe(
         self,

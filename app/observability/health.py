@@ -22,6 +22,7 @@ class EngineState:
     in_a_row: int = 0  # failures since it last worked
     failures: int = 0  # since the start
     last_error: str = ""
+    unreachable: str = ""  # why it could not be reached at the start, until it works
 
     @property
     def failing(self) -> bool:
@@ -47,8 +48,14 @@ class EngineHealth:
             if message.modality == "audio" and message.text:
                 self._worked("tts")
 
+    def unreachable(self, engine: str, why: str) -> None:
+        """`engine` (a server) could not be reached at the start: /healthz says so until a
+        turn gets through."""
+        self.engines[engine].unreachable = why[:300]
+
     def _worked(self, engine: str) -> None:
         self.engines[engine].in_a_row = 0
+        self.engines[engine].unreachable = ""
 
     @property
     def failing(self) -> list[str]:
@@ -60,6 +67,7 @@ class EngineHealth:
                 "ok": not state.failing,
                 "failures_in_a_row": state.in_a_row,
                 "last_error": state.last_error,
+                **({"unreachable": state.unreachable} if state.unreachable else {}),
             }
             for name, state in self.engines.items()
         }

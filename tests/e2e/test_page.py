@@ -57,6 +57,11 @@ async def test_talking_to_the_page(agent_server: ServerProcess, browser: Any) ->
            return [got.echoCancellation, got.noiseSuppression]; }"""
     )
     assert processing == [False, False], "the page's microphone is unprocessed in this test"
+    # It names what the agent runs on, and says the bundled LLM is the small demo one.
+    await page.wait_for_function("document.querySelector('#models').textContent.length > 0")
+    models = await page.inner_text("#models")
+    assert "Whisper" in models and "Qwen2.5-Coder-0.5B" in models and "Kokoro" in models
+    assert "small demo model" in models, models
     await page.evaluate(WATCH_STATES)
     # Settings chosen before connecting are sent as session.update once the channel opens.
     await page.click("#settings summary")
@@ -120,7 +125,7 @@ async def test_a_busy_pool_is_shown_and_retried(
         "document.querySelector('#error').textContent.includes('busy')", timeout=20_000
     )
     message = await second.inner_text("#error")
-    assert "busy, retrying in" in message, message
+    assert "busy; trying again in" in message, message
     assert await second.is_disabled("#connect") and await second.is_enabled("#disconnect")
     OUTPUT.mkdir(exist_ok=True)
     await second.screenshot(path=str(OUTPUT / "page-busy.png"), full_page=True)

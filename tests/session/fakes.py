@@ -42,6 +42,7 @@ def silence(ms: int) -> bytes:
 
 class FakeSTT:
     languages = frozenset({"en", "es", "de"})
+    model_name = "fake"
 
     def __init__(self) -> None:
         self.heard: list[int] = []  # the audio of each full transcription, in bytes
@@ -151,6 +152,7 @@ class FakeLLM:
 
 class FakeTTS:
     voices = ["test", "other"]
+    model_name = "fake"
 
     def __init__(self) -> None:
         self.refuse: set[str] = set()  # texts it fails on, like an unspeakable symbol

@@ -27,7 +27,7 @@ ENGLISH_NOTE = {"role": "system", "content": "The user spoke English: reply in E
 
 
 class KokoroVoices(FakeTTS):
-    voices = ["jf_alpha", "jm_kumo"]  # the bundled voices file has these
+    voices = ["jf_alpha", "jf_nezumi", "jm_kumo"]  # the bundled voices file has these
 
 
 async def test_each_reply_is_told_and_spoken_in_the_language_heard() -> None:
@@ -51,7 +51,7 @@ async def test_each_reply_is_told_and_spoken_in_the_language_heard() -> None:
     assert SPANISH_NOTE not in second, "the notes are not kept in the conversation"
     spanish = [(voice, language) for text, voice, language in tts.spoken[:2]]
     assert spanish == [(SPOKEN["es"].voice, "es")] * 2, tts.spoken
-    assert tts.spoken[-1][1:] == ("jf_alpha", "en"), "the session's own voice for English"
+    assert tts.spoken[-1][1:] == ("jf_nezumi", "en"), "the session's own voice for English"
     assert [m.language for m in sent.of(msg.UserTranscribed)] == ["es", "en"]
 
 
@@ -82,7 +82,7 @@ async def test_a_voices_file_without_the_languages_voice_keeps_the_sessions() ->
     await play_script(session, ONE_TURN)
     await wait_for(sent, msg.ReplyEnded, timeout_s=10)
     await session.close()
-    assert {(voice, language) for _, voice, language in engines.tts.spoken} == {("jf_alpha", "es")}
+    assert {(voice, language) for _, voice, language in engines.tts.spoken} == {("jf_nezumi", "es")}
 
 
 class DownLLM(FakeLLM):

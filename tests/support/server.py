@@ -37,11 +37,16 @@ class ServerProcess:
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         # Tests make calls from one address far faster than a client should: the rate
         # limit is off unless a test sets it (tests/api/test_limits.py does).
-        if not any(arg.startswith("--limits-calls-per-minute") for arg in args):
+        rate = any(arg.startswith("--limits-calls-per-minute") for arg in args)
+        if not rate:
             args = ["--limits-calls-per-minute", "0", *args]
         # So is the share of the slots one address may hold (tests/api/test_admission.py).
-        if not any(arg.startswith("--limits-address-slots") for arg in args):
+        share = any(arg.startswith("--limits-address-slots") for arg in args)
+        if not share:
             args = ["--limits-address-slots", "1", *args]
+        # A test of those limits calls from this machine, which they otherwise spare.
+        if (rate or share) and not any(a.startswith("--limits-loopback-exempt") for a in args):
+            args = ["--limits-loopback-exempt", "false", *args]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port), *args],
             cwd=REPO,

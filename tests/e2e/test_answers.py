@@ -1,0 +1,76 @@
+"""What a caller hears back is right: ten questions spoken by Kokoro (not espeak-ng) to
+the default agent over WebRTC, each in a call of its own; the test's own Whisper hears
+the reply's audio, which must hold the answer for at least 8 of the 10."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from app.audio.resample import Resampler
+from app.config import TtsSettings
+from app.engines.tts import KokoroTTS
+from clients import AgentClient
+from tests.support.server import ServerProcess
+from tests.support.speech import transcribe
+
+pytestmark = pytest.mark.e2e
+
+# (question, words any of which the reply must say)
+QUESTIONS = [
+    ("What is the capital of France?", ("paris",)),
+    ("How many days are in a week?", ("seven", "7")),
+    ("What is two plus two?", ("four", "4")),
+    ("What color is the sky on a clear day?", ("blue",)),
+    ("How many minutes are in an hour?", ("sixty", "60")),
+    ("What do bees make?", ("honey",)),
+    ("If today is Monday, what day is tomorrow?", ("tuesday",)),
+    ("What is the capital of Japan?", ("tokyo",)),
+    ("How many legs does a spider have?", ("eight", "8")),
+    ("What is frozen water called?", ("ice",)),
+]
+# Not the agent's own voice (jf_nezumi), so the test does not hear itself in its question.
+CALLER_VOICE = "jm_kumo"
+
+
+@pytest.fixture(scope="module")
+async def spoken() -> dict[str, np.ndarray]:
+    """Each question as Kokoro says it, 48 kHz int16 as a microphone sends it."""
+    tts = KokoroTTS(TtsSettings(voice=CALLER_VOICE))
+    out = {}
+    try:
+        for question, _ in QUESTIONS:
+            speech = await tts.synthesize(question, voice=CALLER_VOICE)
+            samples = (np.clip(speech.samples, -1, 1) * 32767).astype(np.int16)
+            resampler = Resampler(48_000)
+            pcm = resampler.pcm(samples, speech.rate) + resampler.flush()
+            out[question] = np.frombuffer(pcm, np.int16)
+    finally:
+        tts.close()
+    return out
+
+
+async def test_spoken_questions_get_right_answers(
+    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+) -> None:
+    heard: list[tuple[str, str, str]] = []
+    for question, answers in QUESTIONS:
+        client = AgentClient(agent_server.url)
+        await client.connect()
+        try:
+            client.mic.say(spoken[question])
+            await client.wait_for("response.done", timeout_s=90)
+            await client.wait_quiet(client.event_time("response.created"), quiet_s=1.0)
+            reply = np.concatenate(client.recording.frames)
+            said = transcribe(whisper, reply, client.recording.rate)
+        finally:
+            await client.close()
+        transcript = client.of_type("conversation.item.input_audio_transcription.completed")
+        asked = transcript[0]["transcript"] if transcript else ""
+        if not any(re.search(rf"\b{word}\b", said.lower()) for word in answers):
+            heard.append((question, asked, said))
+    assert len(heard) <= 2, "wrong or unheard answers (question, heard as, reply):\n" + "\n".join(
+        map(repr, heard)
+    )
