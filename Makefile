@@ -21,11 +21,12 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m
 VLLM_PORT  ?= 8001
 
-.PHONY: run test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean \
+.PHONY: run run-setup test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean \
 	compose-test
 
-run: setup
-	$(BIN)/python -m app --host 127.0.0.1 --port 8000
+# HOST and PORT, when given (make run PORT=8011), win over VOICE_SERVER__* and .env.
+run: run-setup
+	$(BIN)/python -m app $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # The official @openai/agents-realtime for the browser tests, from the npm registry.
 AGENTS_SDK := tests/e2e/agents_sdk
@@ -51,11 +52,20 @@ compose-test: setup
 		echo "export TORCH_INDEX_URL=" >> $(CONTAINERS)/env; fi
 	. $(CONTAINERS)/env && VOICE_TEST_COMPOSE=require $(BIN)/python -m pytest tests/compose
 
+# make run installs what serving needs; the tests' tools (setup) come on top of it.
+RUN_STAMP := $(VENV)/.installed-run
 setup: $(STAMP)
+run-setup: $(RUN_STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(RUN_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
+	@$(BIN)/python -m pip cache list 'llama_cpp_python*' 2>/dev/null | grep -q llama_cpp_python \
+		|| echo "compiling llama-cpp-python (about 9 minutes on 2 cores, once: pip keeps the wheel)"
+	$(BIN)/python -m pip install --progress-bar off -c constraints.txt -e '.[embedded]'
+	touch $@
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --progress-bar off -c constraints.txt -e '.[embedded,dev]'
 	touch $@
 

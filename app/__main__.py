@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import sys
 from collections.abc import Sequence
 from types import FrameType
@@ -29,8 +30,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.main import create_app
 
     configure_logging(settings.server.log_level)
+    # Bound before anything loads: a port in use is one line, not a traceback after the
+    # models have loaded for nothing.
+    try:
+        sock = listening_socket(settings.server.host, settings.server.port)
+    except OSError as exc:
+        sys.stderr.write(
+            f"cannot listen on {settings.server.host}:{settings.server.port}: "
+            f"{exc.strerror or exc}; choose another port with --port "
+            "(make run PORT=...) or VOICE_SERVER__PORT\n"
+        )
+        return 1
     logging.getLogger(__name__).info(
-        "serving on http://%s:%d (agent=%s, max_sessions=%d)",
+        "listening on %s:%d (agent=%s, max_sessions=%d); loading the models",
         settings.server.host,
         settings.server.port,
         settings.agent,
@@ -59,8 +71,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws_per_message_deflate=False,
         timeout_graceful_shutdown=3,
     )
-    DrainingServer(config, app.state.calls).run()
+    DrainingServer(config, app.state.calls).run(sockets=[sock])
     return 0
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `host`:`port` and listening, as uvicorn would make it."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class DrainingServer(uvicorn.Server):

@@ -76,6 +76,24 @@ async def test_one_address_holds_at_most_its_share_of_the_slots(
         assert (await offer_with(http, bearer(secret))).status_code in (200, 503)
 
 
+async def test_a_developers_own_tabs_on_this_machine_are_not_held_to_a_share(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """Out of the box (loopback exempt), a third tab on this machine gets a slot of four;
+    held to the limits, it is refused, with one time to retry in."""
+    limits = ("--agent", "echo", "--max-sessions", "4", "--limits-address-slots", "0.5")
+    spared = start_server(*limits, "--limits-loopback-exempt", "true")
+    async with httpx.AsyncClient(base_url=spared.url, timeout=30) as http:
+        answers = [await offer_with(http, {}) for _ in range(3)]
+        assert [r.status_code for r in answers] == [200, 200, 200], answers[-1].text
+    held = start_server(*limits)
+    async with httpx.AsyncClient(base_url=held.url, timeout=30) as http:
+        answers = [await offer_with(http, {}) for _ in range(3)]
+        assert [r.status_code for r in answers] == [200, 200, 429]
+        message = answers[-1].json()["error"]["message"]
+        assert message.count(" s") == 1 and answers[-1].headers["retry-after"] in message
+
+
 async def test_only_known_host_names_are_answered(
     start_server: Callable[..., ServerProcess],
 ) -> None:

@@ -102,6 +102,10 @@ async def test_an_llm_that_is_down_gets_an_error_event_and_the_session_goes_on(
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     server = start_server("--llm-base-url", dead, "--llm-model", "absent", "--llm-timeout-s", "2")
+    async with httpx.AsyncClient() as http:
+        health = (await http.get(f"{server.url}/healthz")).json()
+    assert "cannot be reached" in health["engines"]["llm"]["unreachable"], health
+    assert "cannot be reached" in server.log() and "VOICE_LLM__MODEL" not in server.log()
     client = AgentClient(server.url)
     await client.connect()
     try:
