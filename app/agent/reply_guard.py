@@ -36,7 +36,11 @@ _SPEAKER_TAG = re.compile(
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|<(?:start|end)_of_turn>|</?s>|\[/?INST\]")
 SENTENCE_END = ".!?。！？"
 CLAUSE_MARKS = SENTENCE_END + ",;:、，；："
-_WORD = re.compile(r"\S+\s+")
+# A word is complete once whitespace follows it; Chinese and Japanese have none, so there a
+# run up to a full-width mark counts as one, and a longer run with neither (Thai) is cut
+# at RUN_CHARS, as the chunker cuts it.
+_WORD = re.compile(r"[^\s。！？、，；：]*[。！？、，；：]\s*|\S+\s+")
+RUN_CHARS = 40
 # A run of n words said again at once is a loop when repeated this often: a word four
 # times ("ha ha ha ha"), two or three words three times, a longer run twice.
 LONGEST_RUN = 16
@@ -74,6 +78,9 @@ class ReplyGuard:
             end = match.end()
             out.append(self._judge(match.group()))
         self._pending = self._pending[end:]
+        if len(self._pending) > RUN_CHARS and self.stopped is None:
+            out.append(self._judge(self._pending))
+            self._pending = ""
         return "".join(out)
 
     def finish(self) -> str:

@@ -43,6 +43,15 @@ def test_what_a_reply_means_to_say_passes_whole(reply: str) -> None:
     assert run(reply) == (reply, None)
 
 
+def test_text_without_spaces_passes_clause_by_clause() -> None:
+    """Japanese has no spaces between words: its first clause must not wait for the end."""
+    guard = ReplyGuard(50)
+    assert guard.push("はい、") == "はい、"
+    assert guard.push("東京は日本の首都です。") == "東京は日本の首都です。"
+    assert ReplyGuard(50).push("ก" * 41) == "ก" * 41, "a long run with no mark at all"
+    assert run("東京です。東京です。") == ("東京です。", "loop")
+
+
 def test_a_speaker_tag_that_opens_the_reply_is_not_said() -> None:
     assert run("Assistant: Hello, how can I help?") == ("Hello, how can I help?", None)
 
