@@ -110,9 +110,12 @@ def multilingual_agent_server(start_server: Callable[..., ServerProcess]) -> Ser
     utterance's language (--stt-language auto). It answers SIP calls too. Greedy, so its
     replies are the same every run: a short one ("Wie spät ist es?" said back) is too
     little for a Whisper to be sure of its language, as for a person."""
+    # SmolLM2: the default Qwen2.5-Coder-0.5B answers in the caller's language too, but so
+    # briefly ("Frankreich's Hauptstadt ist Berlin.") that the test's Whisper heard its
+    # German as Indonesian; SmolLM2 says more, enough to tell.
     return start_server(
         "--max-sessions", "2", "--stt-language", "auto", "--llm-temperature", "0",
-        "--sip-port", str(free_udp_port()),
+        "--llm-embedded", "smollm2-135m", "--sip-port", str(free_udp_port()),
     )  # fmt: skip
 
 

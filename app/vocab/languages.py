@@ -130,4 +130,4 @@ def name(code: str) -> str:
 
 def reply_note(code: str) -> str:
     """What the LLM is told after the conversation: the language to answer in."""
-    return f"The user spoke {name(code)}: reply in {name(code)}."
+    return f"The user speaks {name(code)}: answer the user in {name(code)}."

@@ -22,8 +22,8 @@ from tests.session.fakes import FakeLLM, FakeSTT, FakeTTS, make_session, noise, 
 from tests.session.test_bargein import play_script
 
 ONE_TURN = [(0.0, silence(300)), (0.3, noise(800)), (1.1, silence(900))]
-SPANISH_NOTE = {"role": "system", "content": "The user spoke Spanish: reply in Spanish."}
-ENGLISH_NOTE = {"role": "system", "content": "The user spoke English: reply in English."}
+SPANISH_NOTE = {"role": "system", "content": "The user speaks Spanish: answer the user in Spanish."}
+ENGLISH_NOTE = {"role": "system", "content": "The user speaks English: answer the user in English."}
 
 
 class KokoroVoices(FakeTTS):
