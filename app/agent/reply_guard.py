@@ -24,6 +24,7 @@ import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 
+from app.agent import chunker
 from app.vocab.chat import Delta
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,8 @@ _SPEAKER_TAG = re.compile(
 )
 # Chat-template tokens a model writes out as text when it goes on past its turn.
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|<(?:start|end)_of_turn>|</?s>|\[/?INST\]")
-SENTENCE_END = ".!?。！？"
-CLAUSE_MARKS = SENTENCE_END + ",;:、，；："
+SENTENCE_END = chunker.SENTENCE_END + chunker.WIDE_SENTENCE_END
+CLAUSE_MARKS = SENTENCE_END + chunker.CLAUSE_END + chunker.WIDE_CLAUSE_END
 # A word is complete once whitespace follows it; Chinese and Japanese have none, so there a
 # run up to a full-width mark counts as one, and a longer run with neither (Thai) is cut
 # at RUN_CHARS, as the chunker cuts it.
@@ -89,7 +90,7 @@ class ReplyGuard:
         if self._pending.strip() and self.stopped is None:  # the last word is complete now
             tail, self._pending = self._judge(self._pending), ""
         if self.stopped is None:
-            if self._sentence and self._repeats(self._sentence):
+            if self._sentence and self._sentence in self._spoken:
                 self._stop("loop")
             else:
                 tail += self._release()
@@ -118,15 +119,17 @@ class ReplyGuard:
         self._said.append(normal)
         self._sentence.append(normal)
         self._clause.append(normal)
-        if self._loops() or len(self._said) >= self._hard:
-            return self._stop("loop" if self._loops() else "length")
+        if self._loops():
+            return self._stop("loop")
+        if len(self._said) >= self._hard:
+            return self._stop("length")
         first = not self._spoken
         self._held += word
         if bare[-1] in CLAUSE_MARKS or "\n" in word:
-            if len(self._clause) >= 3 and not first and self._repeats(self._clause):
+            if len(self._clause) >= 3 and not first and self._clause in self._spoken:
                 return self._stop("loop")
             ended_sentence = bare[-1] in SENTENCE_END or "\n" in word
-            if ended_sentence and not first and self._repeats(self._sentence):
+            if ended_sentence and not first and self._sentence in self._spoken:
                 return self._stop("loop")
             if len(self._clause) >= 3:
                 self._spoken.append(self._clause)
@@ -139,9 +142,6 @@ class ReplyGuard:
                     log.info("reply ended at a sentence past %d words", self._soft)
                 return self._release()
         return self._release() if first else ""
-
-    def _repeats(self, words: list[str]) -> bool:
-        return words in self._spoken
 
     def _release(self) -> str:
         held, self._held = self._held, ""
