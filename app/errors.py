@@ -43,6 +43,13 @@ class AddressLimitReached(RateLimited):
         )
 
 
+class SidebandLimitReached(VoiceAgentError):
+    """A call, or an address, holds as many sideband controllers as it may."""
+
+    type = "invalid_request_error"
+    code = "sideband_limit_reached"
+
+
 class SignallingError(VoiceAgentError):
     """The peer sent something we cannot negotiate (bad SDP, no audio)."""
 
@@ -70,6 +77,18 @@ class NotFound(VoiceAgentError):
 
 
 class Unauthorized(VoiceAgentError):
+    type = "invalid_request_error"
+
+
+class Forbidden(VoiceAgentError):
+    """Allowed to call the route, but not to do this with it (an operator's policy)."""
+
+    type = "invalid_request_error"
+
+
+class Conflict(VoiceAgentError):
+    """Asked of something no longer in the state it needs (a call already decided)."""
+
     type = "invalid_request_error"
 
 

@@ -13,6 +13,8 @@ from starlette.types import Send
 
 from app.errors import (
     BadRequest,
+    Conflict,
+    Forbidden,
     NotFound,
     NotReady,
     RateLimited,
@@ -86,6 +88,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(BadRequest)
     async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
         return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
+
+    @app.exception_handler(Conflict)
+    async def _conflict(_: Request, exc: Conflict) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=409)
+
+    @app.exception_handler(Forbidden)
+    async def _forbidden(_: Request, exc: Forbidden) -> JSONResponse:
+        return JSONResponse(error_body(exc.type, str(exc)), status_code=403)
 
     @app.exception_handler(TooLarge)
     async def _too_large(_: Request, exc: TooLarge) -> JSONResponse:

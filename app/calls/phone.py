@@ -11,14 +11,14 @@ from app.calls.call import Call, configure
 from app.calls.live import changes_of, live_dialect
 from app.calls.manager import CallManager
 from app.calls.webrtc import realtime_over_webrtc
-from app.errors import BadRequest, NotFound
+from app.errors import BadRequest, Forbidden, NotFound
 from app.events.channel import NoChannel
 from app.live.dialect import LiveDialect
 from app.telephony.mediastream.playout import MarkedPlayout
 from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
 from app.telephony.sip.leg import Invite, SipLeg
 from app.telephony.sip.sdp import AudioOffer
-from app.telephony.sip.transfer import valid_target
+from app.telephony.sip.transfer import allowed_target, valid_target
 from app.ws.transport import WsTransport
 
 
@@ -113,13 +113,22 @@ class SipCalls:
 
 
 async def transfer(calls: CallManager, session_id: str, target: str) -> None:
-    """Send a live SIP call to `target` (REFER): NotFound for no such SIP call, BadRequest
-    for a target that is not a sip:, sips: or tel: URI, TransferFailed if the caller's
-    side will not."""
+    """Send a live SIP call to `target` (REFER): BadRequest for a target that is not a
+    plain sip:, sips: or tel: URI, Forbidden for one the operator's sip.transfer_targets
+    do not list, NotFound for no such SIP call, TransferFailed if the caller's side will
+    not."""
+    if not valid_target(target):
+        raise BadRequest(
+            "target_uri: a sip:, sips: or tel: URI of RFC 3261 characters, without spaces, "
+            "<>, headers (?), a second URI (,) or maddr"
+        )
+    patterns = calls.settings.sip.transfer_targets
+    if not patterns:
+        raise Forbidden("transfers are off: the operator lists none (--sip-transfer-targets)")
+    if not allowed_target(target, patterns):
+        raise Forbidden(f"{target} is not among the operator's --sip-transfer-targets")
     call = calls.find(session_id)
     leg = call.transport if call is not None else None
     if not isinstance(leg, SipLeg) or leg.transfer is None:
         raise NotFound(f"no SIP call {session_id!r} to transfer")
-    if not valid_target(target):
-        raise BadRequest("target_uri: a sip:, sips: or tel: URI, without spaces or <>")
     await leg.transfer(target)

@@ -40,15 +40,30 @@ class SipSettings(BaseModel):
         description="The webhook's signing secret (whsec_...), for the application to check "
         "its webhook-signature header (the openai SDK's webhooks.unwrap). Empty: unsigned.",
     )
+    transfer_targets: CsvList = Field(
+        default_factory=list,
+        description="Where a call may be transferred (POST /live/sessions/{id}/refer), as "
+        "comma separated sip:, sips: or tel: patterns; * stands for a user part, host, port "
+        "or digits (sip:*@pbx.example.com,tel:+1415555*). Empty: transfers are refused, so "
+        "no client can send a call to a number that costs the operator money.",
+    )
     accept_timeout_s: float = Field(
         10.0, gt=0, le=120, description="A call offered to the webhook and not accepted by "
         "then is refused (480 Temporarily Unavailable).",
     )  # fmt: skip
 
-    @field_validator("allow", mode="before")
+    @field_validator("allow", "transfer_targets", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
         return split_csv(value)
+
+    @field_validator("transfer_targets")
+    @classmethod
+    def _targets(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.lower().startswith(("sip:", "sips:", "tel:")):
+                raise ValueError(f"{pattern!r} is not a sip:, sips: or tel: pattern")
+        return value
 
     @field_validator("allow")
     @classmethod

@@ -85,3 +85,32 @@ async def test_a_call_answers_to_the_secret_that_made_it_or_the_servers_key(
         finally:
             await first.close()
             await second.close()
+
+
+async def test_deciding_transferring_and_recordings_need_the_servers_key(
+    start_server: Callable[..., ServerProcess],
+) -> None:
+    """Live's routes that act on a call the caller did not make (or on every call): a
+    client secret is one caller's, and not enough for any of them."""
+    server = start_server("--agent", "echo", "--server-api-key", KEY)
+    secret = await mint(server)
+    session = {"session": {"type": "live", "model": "m"}}
+    routes = (
+        ("POST", "/live/sessions/sess_x/accept", session),
+        ("POST", "/live/sessions/sess_x/reject", {"status_code": 486}),
+        ("POST", "/live/sessions/sess_x/refer", {"target_uri": "tel:+14155550123"}),
+        ("GET", "/live/sessions/sess_x/content", None),
+    )
+    async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+        for method, route, body in routes:
+            for headers in ({}, bearer("wrong"), bearer(secret)):
+                refused = await http.request(method, route, json=body, headers=headers)
+                assert refused.status_code == 401, (route, headers, refused.text)
+            allowed = await http.request(method, route, json=body, headers=bearer(KEY))
+            # With the key: no such call, or (a transfer) none allowed by the operator.
+            assert allowed.status_code == (403 if route.endswith("refer") else 404), (
+                route, allowed.text,
+            )  # fmt: skip
+        for sneaky in ("..%2F..%2Fetc%2Fpasswd", "..", "%2Fetc%2Fpasswd", "sess_x.wav"):
+            sneaked = await http.get(f"/live/sessions/{sneaky}/content", headers=bearer(KEY))
+            assert sneaked.status_code == 404 and b"root:" not in sneaked.content, sneaky

@@ -284,7 +284,9 @@ async def test_live_bad_input_and_a_full_pool(start_server: Callable[..., Server
         )
         assert response.status_code == 400, response.text
         response = await http.post("/live/sessions/sess_x/refer", json={"target_uri": "tel:1"})
-        assert response.status_code == 404 and "SIP call" in response.json()["error"]["message"]
+        # No transfer targets listed: every transfer is refused before the call is looked up.
+        assert response.status_code == 403, response.text
+        assert "--sip-transfer-targets" in response.json()["error"]["message"]
         response = await http.post("/live/sessions/sess_x/fork", json={})
         assert response.status_code == 501 and "fork" in response.json()["error"]["message"]
     async with websockets.connect(url + "/sess_unknown/attach") as stranger:

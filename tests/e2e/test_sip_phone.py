@@ -209,6 +209,9 @@ async def test_a_full_pool_answers_busy_and_our_hangup_reaches_the_phone(
     assert (await until_in_use(server.url, 0))["in_use"] == 0
 
 
+KEYED = {"Authorization": "Bearer s3cret"}
+
+
 class Webhooks:
     """The application's webhook endpoint: what the server posted to it, in order."""
 
@@ -245,8 +248,9 @@ async def test_incoming_calls_ring_until_the_application_accepts_or_rejects_them
     hooks = Webhooks()
     secret = "whsec_" + base64.b64encode(b"a secret of thirty-two bytes ok!").decode()
     flags = ["--sip-webhook-url", hooks.url, "--sip-webhook-secret", secret]
-    server = start_server("--agent", "echo", "--sip-port", str(free_udp_port()), *flags)
-    sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything", webhook_secret=secret)
+    server = start_server("--agent", "echo", "--sip-port", str(free_udp_port()),
+                          "--server-api-key", "s3cret", *flags)  # fmt: skip
+    sdk = AsyncOpenAI(base_url=server.url, api_key="s3cret", webhook_secret=secret)
     mic = microphone(speech("Hello there, can you hear me?"), tmp_path / "mic.wav")
     try:
         phone: Baresip = await phones(mic)
@@ -258,9 +262,12 @@ async def test_incoming_calls_ring_until_the_application_accepts_or_rejects_them
         sip_headers = {h.name: h.value for h in event.data.sip_headers}  # type: ignore[union-attr]
         assert sip_headers["To"].startswith("<sip:agent@")
         await phone.wait_for("CALL_RINGING")
-        assert (await httpx.AsyncClient().get(f"{server.url}/v1/pool")).json()["in_use"] == 0, (
-            "a ringing call holds no slot"
-        )
+        pool = await httpx.AsyncClient().get(f"{server.url}/v1/pool", headers=KEYED)
+        assert pool.json()["in_use"] == 0, "a ringing call holds no slot"
+        stranger = AsyncOpenAI(base_url=server.url, api_key="sk-anything", max_retries=0)
+        with pytest.raises(Exception, match="401"):  # only the key decides
+            await stranger.live.sessions.accept(session_id, session={"type": "live", "model": "m"})
+        await stranger.close()
         await sdk.live.sessions.accept(
             session_id, session={"type": "live", "model": "gpt-live-1", "instructions": "Hi."}
         )
@@ -283,7 +290,7 @@ async def test_incoming_calls_ring_until_the_application_accepts_or_rejects_them
         await sdk.live.sessions.reject(rejected, status_code=603)
         closed = await second.wait_for("CALL_CLOSED")
         assert "603" in closed.get("param", ""), closed
-        with pytest.raises(Exception, match="404"):
+        with pytest.raises(Exception, match="409"):  # decided once: a replay is refused
             await sdk.live.sessions.accept(rejected, session={"type": "live", "model": "m"})
     finally:
         hooks.server.shutdown()
@@ -297,8 +304,12 @@ async def test_a_call_transferred_with_refer(
     tmp_path: Path,
 ) -> None:
     """The SDK's sessions.refer sends a SIP REFER: the phone calls the target (here, the
-    agent again), and once that call is up the first one ends."""
-    server = start_server("--agent", "echo", "--sip-port", str(free_udp_port()))
+    agent again), and once that call is up the first one ends. Only targets the operator
+    lists are allowed, and none can smuggle headers into the REFER."""
+    server = start_server(
+        "--agent", "echo", "--sip-port", str(free_udp_port()),
+        "--sip-transfer-targets", "sip:*@127.0.0.1:*,tel:+1415555*",
+    )  # fmt: skip
     sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything")
     phone: Baresip = await phones(microphone(speech("Hello."), tmp_path / "mic.wav"))
     target = f"sip:agent@127.0.0.1:{server.sip_port}"
@@ -307,6 +318,12 @@ async def test_a_call_transferred_with_refer(
     first = await sip_session(server)
     with pytest.raises(Exception, match="400"):
         await sdk.live.sessions.refer(first, target_uri="http://example.com")
+    with pytest.raises(Exception, match="400"):
+        await sdk.live.sessions.refer(first, target_uri=f"{target}?Replaces=x%40y")
+    with pytest.raises(Exception, match="403"):
+        await sdk.live.sessions.refer(first, target_uri="tel:+19005550100")
+    with pytest.raises(Exception, match="403"):
+        await sdk.live.sessions.refer(first, target_uri="sip:premium@198.51.100.7:5060")
     with pytest.raises(Exception, match="404"):
         await sdk.live.sessions.refer("sess_none", target_uri=target)
     await sdk.live.sessions.refer(first, target_uri=target)

@@ -4,16 +4,34 @@ caller's NOTIFY says of the new call (a message/sipfrag status line)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from app.telephony.sip.message import SipMessage
 
-TARGET = re.compile(r"^(sips?|tel):[^\s<>\"]{1,250}$")
+# RFC 3261's URI characters only, and no '?' (headers smuggled into the REFER the caller's
+# side sends) or ',' (a second target in Refer-To).
+TARGET = re.compile(r"^(sips?|tel):[A-Za-z0-9\-_.!~*'()&=+$;:@%/\[\]]{1,250}$")
+# maddr sends the call somewhere other than the host the URI names (and the allowlist saw).
+REROUTING = re.compile(r";\s*maddr=", re.IGNORECASE)
 SIPFRAG_STATUS = re.compile(r"^SIP/2\.0 (\d{3})")
 
 
 def valid_target(uri: str) -> bool:
-    """A sip:, sips: or tel: URI, with nothing in it that would break the header."""
-    return TARGET.match(uri) is not None
+    """A sip:, sips: or tel: URI, with nothing in it that would break the header or
+    send the call elsewhere than the URI says."""
+    return TARGET.match(uri) is not None and REROUTING.search(uri) is None
+
+
+def allowed_target(uri: str, patterns: Iterable[str]) -> bool:
+    """Whether an operator's pattern admits `uri`: '*' stands for a run of characters
+    other than @ ; and : (a user part, a host, a port, digits), case aside. No patterns:
+    none is."""
+    return any(_pattern(p).fullmatch(uri) for p in patterns)
+
+
+def _pattern(pattern: str) -> re.Pattern[str]:
+    parts = (re.escape(part) for part in pattern.split("*"))
+    return re.compile("[^@;:]*".join(parts), re.IGNORECASE)
 
 
 def transfer_status(notify: SipMessage) -> int | None:

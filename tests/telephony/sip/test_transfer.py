@@ -7,7 +7,7 @@ import struct
 
 from app.telephony.sip.message import SipMessage
 from app.telephony.sip.rtp import KeySender
-from app.telephony.sip.transfer import transfer_status, valid_target
+from app.telephony.sip.transfer import allowed_target, transfer_status, valid_target
 
 
 def test_targets_are_sip_or_tel_uris_that_cannot_break_a_header() -> None:
@@ -16,6 +16,36 @@ def test_targets_are_sip_or_tel_uris_that_cannot_break_a_header() -> None:
     assert valid_target("sips:agent@10.0.0.1:5061;transport=tls")
     for bad in ("http://example.com", "sip:a b", "sip:a>\r\nX: y", "", "sip:" + "a" * 300):
         assert not valid_target(bad), bad
+
+
+def test_a_target_cannot_smuggle_headers_a_second_uri_or_a_route() -> None:
+    for bad in (
+        "sip:desk@pbx.example.com?Replaces=abc",  # headers in the REFER the caller sends
+        "sip:desk@pbx.example.com,sip:premium@toll.example",
+        "sip:desk@pbx.example.com;maddr=198.51.100.9",
+        "sip:desk@pbx.example.com;MADDR =198.51.100.9",
+        "sip:dèsk@pbx.example.com",
+        "tel:+1415\t555",
+    ):
+        assert not valid_target(bad), bad
+
+
+def test_only_targets_an_operator_lists_are_allowed() -> None:
+    patterns = ["sip:*@pbx.example.com", "tel:+1415555*", "sip:reception@10.0.0.1:5060"]
+    assert allowed_target("sip:desk@pbx.example.com", patterns)
+    assert allowed_target("SIP:Desk@PBX.example.com", patterns)
+    assert allowed_target("tel:+14155550123", patterns)
+    assert allowed_target("sip:reception@10.0.0.1:5060", patterns)
+    for refused in (
+        "sip:desk@pbx.example.com.evil.example",  # the host is the whole host
+        "sip:a@evil.example;x=@pbx.example.com",  # '*' does not run past @ or ;
+        "sip:desk@pbx.example.com;transport=tcp",
+        "tel:+19005550100",
+        "sip:reception@10.0.0.1:5061",
+        "sip:reception@10.0.0.1",
+    ):
+        assert not allowed_target(refused, patterns), refused
+    assert not allowed_target("sip:desk@pbx.example.com", []), "no patterns: no transfers"
 
 
 def test_a_notify_says_how_the_new_call_went() -> None:
