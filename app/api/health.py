@@ -66,6 +66,7 @@ async def stats(calls: Calls) -> dict[str, Any]:
     runtime = calls.runtime
     return {
         "calls": calls.active_calls,
+        "sidebands": calls.sidebands.held,
         "asyncio_tasks": len(asyncio.all_tasks()),
         "threads": process.num_threads(),
         "open_fds": process.num_fds(),

@@ -31,6 +31,7 @@ from app.api.bodies import read_limited
 from app.api.callers import caller, caller_of_request
 from app.api.deps import Calls, calls_of
 from app.api.errors import error_body, validation_problems
+from app.api.sidebands import serve_sideband
 from app.api.signalling import secret_changes
 from app.api.sockets import POLICY_VIOLATION, admit, refuse, refusing
 from app.calls.call import CallConfig
@@ -38,8 +39,7 @@ from app.calls.incoming import Accepted, Rejected
 from app.calls.live import changes_of, live_guest, open_live_webrtc, serve_live_websocket
 from app.calls.manager import CallManager
 from app.calls.phone import transfer
-from app.calls.sideband import control
-from app.errors import BadRequest, NotFound
+from app.errors import BadRequest
 from app.events.channel import as_json, decode
 from app.live import client_events as cmd
 from app.live import server_events as events
@@ -168,12 +168,17 @@ async def not_yet(session_id: str, action: str) -> JSONResponse:
 async def recording(session_id: str, calls: Calls) -> FileResponse | JSONResponse:
     """An ended session's recording (stereo WAV: the caller left, the agent right), while
     it is kept; 404 otherwise."""
-    path = calls.recordings.find(session_id)
+    store = calls.recordings
+    path = store.find(session_id)
     if path is None:
-        why = "no recording of" if calls.recordings.on else "this server keeps no recordings:"
-        return JSONResponse(
-            error_body("invalid_request_error", f"{why} session {session_id!r}"), status_code=404
-        )
+        refused = store.refusal(session_id)
+        if refused is not None:
+            why = f"the recording of session {session_id!r} was not kept: {refused}"
+        elif store.on:
+            why = f"no recording of session {session_id[:80]!r}"
+        else:
+            why = f"this server keeps no recordings: session {session_id[:80]!r}"
+        return JSONResponse(error_body("invalid_request_error", why), status_code=404)
     return FileResponse(path, media_type="audio/wav", filename=f"{session_id}.wav")
 
 
@@ -201,21 +206,10 @@ async def live_socket(websocket: WebSocket) -> None:
 
 @router.websocket("/{session_id}/attach")
 async def attach(websocket: WebSocket, session_id: str) -> None:
-    """A sideband controller of a Live session (WebRTC or WebSocket): it hears the
+    """A sideband controller of a Live session (WebRTC, WebSocket or SIP): it hears the
     session's events and may send its own."""
-    admitted = await admit(websocket)
-    if admitted is None:
-        return
-    if admitted.secret is not None:
-        await websocket.close(POLICY_VIOLATION, "a client secret cannot attach to a session")
-        return
-    await websocket.accept()
-    try:
-        calls = calls_of(websocket)
-        await control(calls, session_id, websocket, LiveDialect, live_guest(calls))
-    except NotFound as exc:
-        event = events.error(str(exc), "session_not_found")
-        await refuse(websocket, event, POLICY_VIOLATION, str(exc))
+    guest = live_guest(calls_of(websocket))
+    await serve_sideband(websocket, session_id, LiveDialect, guest, _error, "session_not_found")
 
 
 async def _session_start(

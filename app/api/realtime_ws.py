@@ -13,12 +13,12 @@ from fastapi import APIRouter, WebSocket
 from app.api.auth import chosen_subprotocol
 from app.api.callers import caller
 from app.api.deps import calls_of
-from app.api.sockets import POLICY_VIOLATION, admit, refuse, refusing
+from app.api.sidebands import serve_sideband
+from app.api.sockets import admit, refusing
 from app.calls.call import Call, EventDialect
 from app.calls.manager import CallManager
-from app.calls.sideband import Guest, control
+from app.calls.sideband import Guest
 from app.calls.websocket import serve_websocket
-from app.errors import NotFound
 from app.events.channel import NoChannel
 from app.realtime import server_events as events
 from app.realtime.dialect import RealtimeDialect
@@ -32,21 +32,16 @@ async def realtime(websocket: WebSocket, call_id: str | None = None) -> None:
     runs the model it was started with). With `?call_id=`, a sideband controller of that
     WebRTC call instead, for the server's API key only."""
     calls = calls_of(websocket)
+    if call_id is not None:
+        guest = _realtime_guest(calls)
+        await serve_sideband(websocket, call_id, RealtimeDialect, guest, _error,
+                             "call_not_found", chosen_subprotocol(websocket))  # fmt: skip
+        return
     admitted = await admit(websocket)
     if admitted is None:
         return
     secret = admitted.secret
-    if call_id is not None and secret is not None:
-        await websocket.close(POLICY_VIOLATION, "a client secret cannot control a call")
-        return
     await websocket.accept(subprotocol=chosen_subprotocol(websocket))
-    if call_id is not None:
-        try:
-            await control(calls, call_id, websocket, RealtimeDialect, _realtime_guest(calls))
-        except NotFound as exc:
-            event = _error("invalid_request_error", "call_not_found", str(exc))
-            await refuse(websocket, event, POLICY_VIOLATION, str(exc))
-        return
     changes = [secret.changes] if secret is not None and secret.changes is not None else []
     with_key = bool(calls.settings.server.api_key) and secret is None
     who = caller(websocket, with_server_key=with_key)

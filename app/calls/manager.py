@@ -27,6 +27,7 @@ from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signa
 from app.calls.incoming import IncomingCalls
 from app.calls.pool import Slot, SlotPool
 from app.calls.recordings import RecordingStore
+from app.calls.seats import SidebandSeats
 from app.errors import NotFound, NotReady, VoiceAgentError
 from app.ids import new_id
 from app.rtc.peer import RtcPeer
@@ -56,6 +57,8 @@ class CallManager:
         self._audiences: dict[str, Audience] = {}  # made with a session, until it starts
         self.recordings = RecordingStore(settings.recordings)
         self.incoming = IncomingCalls(settings.sip)
+        self.sidebands = SidebandSeats(settings.limits.call_sidebands,
+                                       settings.limits.address_sidebands)  # fmt: skip
         vad = settings.vad
         echo_guard = vad.echo_guard or vad.echo_guard_phones
         audio = settings.audio
@@ -91,7 +94,7 @@ class CallManager:
                 raise NotReady("server is shutting down")
             responder = self.runtime.answering()
             session_id = session_id or self.new_session_id()
-            if self._limits(caller):
+            if self.limits_apply(caller):
                 assert caller.address is not None
                 self.call_rate.take(caller.address)
                 slot = self.pool.claim(session_id, via, caller.address, self._client_slots)
@@ -103,7 +106,7 @@ class CallManager:
         self.runtime.metrics.accepted(via)
         return responder, session_id, slot
 
-    def _limits(self, caller: Caller) -> bool:
+    def limits_apply(self, caller: Caller) -> bool:
         """Whether `caller` is held to an address's rate and share of the slots."""
         if not caller.limited or caller.address is None:
             return False
@@ -233,6 +236,7 @@ class CallManager:
             await asyncio.wait(supervisors, timeout=self.settings.pool.drain_timeout_s + 1)
         self.pool.close()
         self.recordings.close()
+        await self.incoming.close()
         await self.runtime.close()
 
     # --- a call's life

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from starlette.websockets import WebSocket
 
+from app.calls.admission import Caller
 from app.calls.call import Call, EventDialect
 from app.calls.manager import CallManager
 from app.errors import NotFound
@@ -27,16 +28,33 @@ async def control(
     websocket: WebSocket,
     speaking: type[EventDialect],
     guest: Guest,
+    caller: Caller,
 ) -> None:
     """The controller on an accepted WebSocket hears the call's events and sends its own,
     until it leaves or the call ends.
 
-    Takes no slot: the call has one. Raises NotFound for an unknown call.
+    Takes no slot: the call has one, but a seat of the few a call and an address may hold
+    (limits.call_sidebands, address_sidebands). Raises NotFound for an unknown call,
+    SidebandLimitReached for no seat.
     """
     call = calls.find(call_id)
     if call is None or call.audience is None:
         raise NotFound(f"no call {call_id!r} to control")
+    address = caller.address if calls.limits_apply(caller) else None
+    with calls.sidebands.seat(call_id, address):
+        await _control(calls, call, websocket, speaking, guest)
+
+
+async def _control(
+    calls: CallManager,
+    call: Call,
+    websocket: WebSocket,
+    speaking: type[EventDialect],
+    guest: Guest,
+) -> None:
+    call_id = call.session.id
     audience, supervisor = call.audience, call.supervisor
+    assert audience is not None
     joined: EventDialect | None = None
     if isinstance(call.dialect, speaking):
         dialect = call.dialect

@@ -237,6 +237,41 @@ class LimitsSettings(BaseModel):
     tool_bytes: int = Field(
         16_384, ge=256, description="The largest function tool definition, as JSON."
     )
+    call_sidebands: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="The most sideband controllers one call may have at once (/v1/realtime"
+        "?call_id=, /live/sessions/{id}/attach): each hears all of the call's audio, tens "
+        "of KB/s. Beyond: error sideband_limit_reached, then close 1008.",
+    )
+    address_sidebands: int = Field(
+        8,
+        ge=1,
+        description="The most sideband controllers one client address may hold at once, "
+        "over all calls (the server's API key and loopback, if exempt, are not held to it).",
+    )
+    delegation_tokens: int = Field(
+        1024,
+        ge=16,
+        le=8192,
+        description="The most tokens one delegated reply (delegation type responses) may "
+        "ask the LLM for; a client's max_output_tokens above it is cut to it.",
+    )
+    delegation_s: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="The longest one delegated reply may take, its tool rounds included "
+        "(response.failed delegation_timeout beyond, and the caller is told).",
+    )
+    delegation_rounds: int = Field(
+        32,
+        ge=1,
+        le=1024,
+        description="The most LLM rounds a session's delegated replies may make in all; a "
+        "client cannot loop the LLM with tool outputs (response.failed beyond).",
+    )
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod
