@@ -61,7 +61,7 @@ def live_dialect(
 
 def changes_of(calls: CallManager, config: SessionConfig) -> OptionChanges:
     voices = calls.runtime.responder.voices if calls.runtime.responder is not None else ()
-    return to_changes(config, voices)
+    return to_changes(config, voices, calls.settings.limits)
 
 
 async def serve_live_websocket(

@@ -42,6 +42,7 @@ MAX_BACKEND_MESSAGES = 64  # the backend conversation's, after its instructions
 CONTEXT_MESSAGES = 12  # of the voice's conversation, told to the backend
 # Said as it is: SmolLM2 asked to word it went on repeating itself to its token limit.
 ACKNOWLEDGE = "One moment, I'm working on that."
+COULD_NOT = "Sorry, I could not get an answer to that."
 BACKEND_INSTRUCTIONS = "You are the helper of a voice assistant. Do the task; answer briefly."
 
 
@@ -78,7 +79,9 @@ class Delegations:
         self._open: OrderedDict[str, Delegated] = OrderedDict()
         self._ack: asyncio.TimerHandle | None = None
         self._backend: list[ChatMessage] = []  # the Responses backend's conversation
-        self._running: asyncio.Task[None] | None = None  # its response being made
+        # Its responses being made, one at a time: each waits for the one before.
+        self._runs: list[asyncio.Task[None]] = []
+        self._rounds = 0  # LLM rounds the backend made, held to limits.delegation_rounds
         self._waiting: str | None = None  # the delegation whose backend awaits the client
 
     # --- the agent's side
@@ -162,9 +165,11 @@ class Delegations:
             if not isinstance(call_id, str) or not isinstance(output, str):
                 raise BadEvent("a function_call_output needs call_id and output (strings)",
                                "invalid_value", "item")  # fmt: skip
+            self._within(output, "item.output")
             self._backend_add({"role": "tool", "tool_call_id": call_id, "content": output})
         elif kind == "message" and item.get("role") in ("user", "developer", "system"):
             text = _text_of(item.get("content"))
+            self._within(text, "item.content")
             role = "user" if item.get("role") == "user" else "system"
             self._backend_add({"role": role, "content": text})
         else:
@@ -176,9 +181,14 @@ class Delegations:
     def create_response(self) -> None:
         """response.create: the backend answers its conversation as it stands."""
         self._need_backend("response.create")
-        if self._running is not None and not self._running.done():
+        if any(not run.done() for run in self._runs):
             raise BadEvent("the backend is already making a response", "invalid_request")
         self._respond(self._stream(), self._waiting)
+
+    def _within(self, text: str, param: str) -> None:
+        most = self._session.limits.item_chars
+        if len(text) > most:
+            raise BadEvent(f"{param} is longer than {most} characters", "invalid_value", param)
 
     def _need_backend(self, kind: str) -> None:
         if self.config is None or self.config.type != "responses":
@@ -200,7 +210,7 @@ class Delegations:
         if changed.responses is not None and backend is not None:
             asked = changed.responses.model_dump(exclude_unset=True)
             backend = backend.model_copy(update=asked)
-            backend_tools(backend)  # StartProblem for a tool it cannot run
+            backend_tools(backend, self._session.limits)  # StartProblem: one it cannot run
         delay = changed.acknowledgement_delay_ms
         if delay is None:
             delay = current.acknowledgement_delay_ms
@@ -211,8 +221,9 @@ class Delegations:
     def close(self) -> None:
         """The session is over: no acknowledgement, and the backend stops."""
         self._cancel_ack()
-        if self._running is not None:
-            self._running.cancel()
+        for run in self._runs:
+            run.cancel()
+        self._runs.clear()
 
     # --- the backend
 
@@ -238,14 +249,24 @@ class Delegations:
     def _respond(self, stream: ResponseStream, delegation_id: str | None) -> None:
         if not self._session.backend.available:
             raise BadEvent("this agent has no model to run a backend", "invalid_request")
+        self._runs = [run for run in self._runs if not run.done()]
+        before = self._runs[-1] if self._runs else None
         name = f"{self._session.id}:backend"
-        self._running = spawn(self._run(stream, delegation_id), name)
+        self._runs.append(spawn(self._run_after(before, stream, delegation_id), name))
+
+    async def _run_after(
+        self, before: asyncio.Task[None] | None, stream: ResponseStream, delegation_id: str | None
+    ) -> None:
+        if before is not None:
+            await asyncio.wait([before])  # however it ended; a cancel of this one still cancels
+        await self._run(stream, delegation_id)
 
     async def _run(self, stream: ResponseStream, delegation_id: str | None) -> None:
         backend = self._backend_config()
+        limits = self._session.limits
         system: ChatMessage = {"role": "system",
                                "content": backend.instructions or BACKEND_INSTRUCTIONS}  # fmt: skip
-        tools = backend_tools(backend) or None
+        tools = backend_tools(backend, limits) or None
         tokens = self._session.usage.tokens
         before = (tokens.prompt, tokens.completion)
 
@@ -253,15 +274,24 @@ class Delegations:
             self._send(events.response_event(nested, delegation_id))
 
         out(stream.created())
+        if self._rounds >= limits.delegation_rounds:
+            # A client answering each call with another cannot keep the LLM busy for ever.
+            spent = f"this session's delegations made {limits.delegation_rounds} rounds, the most"
+            out(stream.failed("delegation_limit", spent))
+            self._speak(COULD_NOT)
+            return
+        self._rounds += 1
+        max_tokens = min(backend.max_output_tokens or limits.delegation_tokens,
+                         limits.delegation_tokens)  # fmt: skip
         text: list[str] = []
         calls: dict[int, PendingCall] = {}
         message_id = new_id("msg")
         try:
             deltas = self._session.backend.ask(
                 [system, *self._backend], tools=tools, tool_choice=backend.tool_choice if tools
-                else None, max_tokens=backend.max_output_tokens, request_id=stream.id,
+                else None, max_tokens=max_tokens, request_id=stream.id,
             )  # fmt: skip
-            async with contextlib.aclosing(deltas):
+            async with asyncio.timeout(limits.delegation_s), contextlib.aclosing(deltas):
                 async for delta in deltas:
                     if isinstance(delta, ToolCallDelta):
                         self._call_part(calls, delta, stream, out, len(text) > 0)
@@ -273,7 +303,12 @@ class Delegations:
         except EngineError as exc:
             log.warning("backend failed: %s", exc, extra={"session_id": self._session.id})
             out(stream.failed(exc.code, str(exc)))
-            self._speak("Sorry, I could not get an answer to that.")
+            self._speak(COULD_NOT)
+            return
+        except TimeoutError:
+            took = f"the backend took longer than {limits.delegation_s:g} s"
+            out(stream.failed("delegation_timeout", took))
+            self._speak(COULD_NOT)
             return
         answer = "".join(text).strip()
         if text:

@@ -9,11 +9,13 @@ docs/reference/live-events.md.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.config import LimitsSettings
 from app.events.audio import SPOKEN_RATE, FormatName
 from app.session.options import OptionChanges, SessionOptions
 
@@ -117,11 +119,13 @@ DELEGATE_TOOL = {
 }
 
 
-def to_changes(config: SessionConfig, voices: tuple[str, ...]) -> OptionChanges:
+def to_changes(
+    config: SessionConfig, voices: tuple[str, ...], limits: LimitsSettings
+) -> OptionChanges:
     """The session options a start config asks for (StartProblem for what cannot be)."""
     delegation = config.delegation
     if delegation is not None:
-        check_delegation(delegation)
+        check_delegation(delegation, limits)
     voice = config.audio.output.voice if config.audio and config.audio.output else None
     return OptionChanges(
         instructions=config.instructions if (config.instructions or "").strip() else None,
@@ -133,7 +137,7 @@ def to_changes(config: SessionConfig, voices: tuple[str, ...]) -> OptionChanges:
     )
 
 
-def check_delegation(delegation: Delegation) -> None:
+def check_delegation(delegation: Delegation, limits: LimitsSettings) -> None:
     """StartProblem for a delegation this server cannot run."""
     if delegation.type == "decisions":
         raise StartProblem(
@@ -146,18 +150,30 @@ def check_delegation(delegation: Delegation) -> None:
                 "responses delegation needs its backend: delegation.responses",
                 "session.delegation.responses",
             )
-        backend_tools(delegation.responses)
+        backend_tools(delegation.responses, limits)
 
 
-def backend_tools(backend: ResponsesBackend) -> list[dict[str, Any]]:
-    """The backend's function tools as chat tools (StartProblem for any other kind)."""
+def backend_tools(backend: ResponsesBackend, limits: LimitsSettings) -> list[dict[str, Any]]:
+    """The backend's function tools as chat tools: StartProblem for any other kind (the
+    server runs no tool itself, so a client cannot make it fetch a URL), and for
+    instructions or tools past the limits a session's own are held to."""
+    where = "session.delegation.responses"
+    if len(backend.instructions or "") > limits.instructions_chars:
+        most = limits.instructions_chars
+        raise StartProblem(f"the backend's instructions are over {most} characters",
+                           f"{where}.instructions")  # fmt: skip
+    if len(backend.tools or []) > limits.tools:
+        raise StartProblem(f"the backend may have at most {limits.tools} tools", f"{where}.tools")
     tools = []
     for n, tool in enumerate(backend.tools or []):
         if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
             raise StartProblem(
                 f"only function tools run on this server's backend, not {tool.get('type')!r}",
-                f"session.delegation.responses.tools[{n}]",
+                f"{where}.tools[{n}]",
             )
+        if len(json.dumps(tool)) > limits.tool_bytes:
+            raise StartProblem(f"a tool's definition is over {limits.tool_bytes} bytes of JSON",
+                               f"{where}.tools[{n}]")  # fmt: skip
         function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
         tools.append({"type": "function", "function": function})
     return tools

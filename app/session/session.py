@@ -14,7 +14,7 @@ from app.agent.responders import Responder
 from app.audio.echo import EchoReference
 from app.audio.front_end import FrontEnd
 from app.audio.vad import UtteranceEnded, UtteranceStarted
-from app.config import Settings, VadSettings
+from app.config import LimitsSettings, Settings, VadSettings
 from app.ids import new_id
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.session import messages as msg
@@ -180,6 +180,11 @@ class Session:
     def busy(self) -> bool:
         """A reply is being prepared or played, or one is waiting (JobQueue.busy)."""
         return self._jobs.busy
+
+    @property
+    def limits(self) -> LimitsSettings:
+        """What a client may ask of this session (the server's limits)."""
+        return self._settings.limits
 
     # --- verbs
 

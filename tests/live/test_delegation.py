@@ -12,9 +12,10 @@ from typing import Any
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from app.live.delegation import ACKNOWLEDGE
+from app.config import LimitsSettings
+from app.live.delegation import ACKNOWLEDGE, BACKEND_INSTRUCTIONS, COULD_NOT
 from app.live.session_config import Delegation, SessionConfig, to_changes
-from tests.live.test_dialect import Client
+from tests.live.test_dialect import LIMITS, Client
 from tests.session.fakes import FakeLLM, FakeTTS, noise, silence
 
 NESTED: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
@@ -26,10 +27,10 @@ WEATHER = {
 }
 
 
-def delegating(delegation: dict[str, Any]) -> Client:
+def delegating(delegation: dict[str, Any], limits: LimitsSettings = LIMITS) -> Client:
     config = SessionConfig.model_validate({"model": "gpt-live-1", "delegation": delegation})
-    client = Client(delegation=config.delegation)
-    client.session.configure(to_changes(config, ()))
+    client = Client(delegation=config.delegation, limits=limits)
+    client.session.configure(to_changes(config, (), limits))
     llm = client.engines.llm
     assert isinstance(llm, FakeLLM)
     llm.arguments = ["{", "}"]  # the delegate tool takes none
@@ -135,12 +136,86 @@ def test_delegation_config_refusals() -> None:
         ({"type": "responses"}, "session.delegation.responses"),
         ({"type": "responses", "responses": {"tools": [{"type": "web_search"}]}},
          "session.delegation.responses.tools[0]"),
+        # The server runs no tool of its own: nothing a client names is fetched.
+        ({"type": "responses", "responses": {"tools": [
+            {"type": "mcp", "name": "x", "server_url": "http://169.254.169.254/"}]}},
+         "session.delegation.responses.tools[0]"),
+        ({"type": "responses", "responses": {"instructions": "x" * 65_537}},
+         "session.delegation.responses.instructions"),
+        ({"type": "responses", "responses": {"tools": [WEATHER] * 129}},
+         "session.delegation.responses.tools"),
+        ({"type": "responses", "responses": {"tools": [
+            {**WEATHER, "description": "x" * 20_000}]}},
+         "session.delegation.responses.tools[0]"),
     ):  # fmt: skip
         config = SessionConfig.model_validate({"model": "m", "delegation": delegation})
         try:
-            to_changes(config, ())
+            to_changes(config, (), LIMITS)
         except Exception as exc:  # noqa: BLE001
             assert getattr(exc, "param", None) == param, exc
         else:
             raise AssertionError(f"{json.dumps(delegation)} was taken")
     assert Delegation(type="client").responses is None
+
+
+async def until_completed(client: Client, count: int, timeout_s: float = 6.0) -> list[Any]:
+    """The backend's responses once `count` of them have ended (completed or failed)."""
+    for _ in range(int(timeout_s / 0.02)):
+        nested = [e["event"] for e in client.of("response.event")]
+        ended = [e for e in nested if e["type"] in ("response.completed", "response.failed")]
+        if len(ended) >= count:
+            return ended
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"fewer than {count} responses ended: {client.of('response.event')}")
+
+
+async def test_a_client_cannot_loop_the_backend_or_ask_it_for_more_tokens() -> None:
+    """A client answering every function call with another request gets the session's
+    rounds and no more; each asks for at most delegation_tokens."""
+    limits = LimitsSettings(delegation_rounds=3, delegation_tokens=64, item_chars=100)
+    backend = {"tools": [WEATHER], "max_output_tokens": 100_000}
+    client = delegating({"type": "responses", "responses": backend}, limits)
+    llm, tts = client.engines.llm, client.engines.tts
+    assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+    client.speak(noise(800) + silence(700))
+    await client.wait_for("session.delegation.created")
+    for round_ in range(1, 5):
+        await until_completed(client, round_)
+        client.send({"type": "response.item.create",
+                     "item": {"type": "message", "role": "user", "content": "Again."}})  # fmt: skip
+        client.send({"type": "response.create"})
+    ended = await until_completed(client, 5)
+    assert [e["type"] for e in ended] == ["response.completed"] * 3 + ["response.failed"] * 2
+    assert "delegation_limit" in ended[-1]["response"]["error"]["message"]
+    backend_asks = [n for n, p in enumerate(llm.prompts) if p[0]["content"] == BACKEND_INSTRUCTIONS]
+    assert len(backend_asks) == 3, "the LLM was asked no more than the session's rounds"
+    assert {llm.max_tokens[n] for n in backend_asks} == {64}
+    await client.wait_for("session.usage.updated", count=3)
+    assert tts.spoken[-1][0] == COULD_NOT, "the caller is told"
+    # An item over item_chars is refused, not added.
+    output = {"type": "function_call_output", "call_id": "c", "output": "x" * 101}
+    client.send({"type": "response.item.create", "item": output})
+    assert client.of("error")[-1]["error"]["param"] == "item.output"
+    client.assert_sdk_parses()
+    await client.session.close()
+
+
+async def test_a_delegation_that_takes_too_long_fails_and_the_caller_is_told() -> None:
+    limits = LimitsSettings(delegation_s=0.5)
+    client = delegating({"type": "responses", "responses": {}}, limits)
+    llm, tts = client.engines.llm, client.engines.tts
+    assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+    client.speak(noise(800) + silence(700))
+    await client.wait_for("session.delegation.created")
+    llm.hold_after = 2  # the backend's answer stops after two words, and never goes on
+    (ended,) = await until_completed(client, 1)
+    assert ended["type"] == "response.failed", ended
+    assert "delegation_timeout" in ended["response"]["error"]["message"]
+    assert llm.closed_early >= 1, "its LLM stream was closed"
+    for _ in range(300):
+        if tts.spoken and tts.spoken[-1][0] == COULD_NOT:
+            break
+        await asyncio.sleep(0.02)
+    assert tts.spoken[-1][0] == COULD_NOT
+    client.assert_sdk_parses()
+    await client.session.close()

@@ -16,6 +16,7 @@ import pytest
 from openai.types.live import ServerEvent
 from pydantic import TypeAdapter
 
+from app.config import LimitsSettings
 from app.events.audio import AudioIn, AudioOut
 from app.live.dialect import LiveDialect
 from app.live.session_config import (
@@ -29,6 +30,7 @@ from app.live.session_config import (
 from tests.session.fakes import FakeLLM, FakeTTS, make_session, noise, silence
 
 SERVER_EVENT: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
+LIMITS = LimitsSettings()
 
 
 class Wire(list[dict[str, Any]]):
@@ -43,7 +45,10 @@ class Client:
     at 16 kHz, so the test's audio goes in as it is)."""
 
     def __init__(
-        self, initial: Sequence[InitialItem] = (), delegation: Delegation | None = None
+        self,
+        initial: Sequence[InitialItem] = (),
+        delegation: Delegation | None = None,
+        limits: LimitsSettings | None = None,
     ) -> None:
         self.wire = Wire()
         self.stopped = 0
@@ -57,7 +62,9 @@ class Client:
             started_by="evt_start",
             delegation=delegation,
         )
-        self.session, _, self.audio, self.engines = make_session(also=self.dialect.deliver)
+        self.session, _, self.audio, self.engines = make_session(
+            also=self.dialect.deliver, limits=limits
+        )
         self.dialect.attach(self.session)
 
     def _stop(self) -> None:
@@ -217,17 +224,21 @@ def test_start_config_voices_and_formats() -> None:
     def voiced(voice: object) -> SessionConfig:
         return SessionConfig.model_validate({"model": "m", "audio": {"output": {"voice": voice}}})
 
-    assert to_changes(voiced("marin"), voices).voice is None, "OpenAI's voices: the server's"
-    assert to_changes(voiced("jm_kumo"), voices).voice == "jm_kumo"
+    assert to_changes(voiced("marin"), voices, LIMITS).voice is None, (
+        "OpenAI's voices: the server's"
+    )
+    assert to_changes(voiced("jm_kumo"), voices, LIMITS).voice == "jm_kumo"
     config = voiced({"id": "x"})
     with pytest.raises(StartProblem, match="unknown voice 'x'") as refused:
-        to_changes(config, voices)
+        to_changes(config, voices, LIMITS)
     assert refused.value.param == "session.audio.output.voice"
     config = SessionConfig.model_validate({"model": "m", "instructions": "  "})
-    assert to_changes(config, voices).instructions is None, "blank keeps the server's prompt"
+    assert to_changes(config, voices, LIMITS).instructions is None, (
+        "blank keeps the server's prompt"
+    )
     config = SessionConfig.model_validate({"model": "m", "delegation": {"type": "responses"}})
     with pytest.raises(StartProblem, match="responses delegation"):
-        to_changes(config, voices)
+        to_changes(config, voices, LIMITS)
     formats = {
         None: ("audio/pcm", 24_000),
         ("audio/pcm", 16_000): ("audio/pcm", 16_000),
@@ -253,3 +264,26 @@ def test_audio_in_and_out_round_trip_through_g711() -> None:
     assert len(pcm16k) == pytest.approx(16_000, abs=200)
     assert abs(np.abs(pcm16k[2000:14000]).mean() - np.abs(tone).mean()) < 600
     assert back.seconds(base64.b64encode(mulaw).decode()) == pytest.approx(1.0, abs=0.02)
+
+
+async def test_a_fixture_is_the_clients_own_audio_of_at_most_30_s() -> None:
+    """A clip is the audio in the event, never something the server would open or fetch
+    for the client, and no longer than Live allows."""
+    client = Client()
+    client.wire.max_message_bytes = 4 * 1024 * 1024  # a WebSocket's, which carries 31 s
+    long_clip = bytes(2 * 24_000 * 31)
+    for event in (
+        {"audio": base64.b64encode(long_clip).decode()},
+        {"url": "http://169.254.169.254/latest/meta-data"},
+        {"path": "/etc/passwd"},
+        {"audio": "/etc/passwd"},
+        {"audio": {"url": "file:///etc/passwd"}},
+    ):
+        client.send({"type": "session.output_audio.fixture.play", **event})
+    codes = [(e["error"]["code"], e["error"].get("param")) for e in client.of("error")]
+    assert codes == [("invalid_audio", "audio"), ("invalid_value", "audio"),
+                     ("invalid_value", "audio"), ("invalid_audio", "audio"),
+                     ("invalid_value", "audio")], codes  # fmt: skip
+    assert not client.of("session.output_audio.fixture.playing")
+    assert not client.session.muted, "nothing was played"
+    await client.session.close()

@@ -14,7 +14,7 @@ import av
 import numpy as np
 
 from app.agent.responders import AgentResponder, Responder
-from app.config import Settings, VadSettings
+from app.config import LimitsSettings, Settings, VadSettings
 from app.engines import Engines
 from app.engines.llm import ChatLLM
 from app.errors import EngineError
@@ -275,11 +275,15 @@ def make_session(
     turn_model: TurnModel | None = None,
     audio: Speaker | None = None,
     interruptions: InterruptionStats | None = None,
+    limits: LimitsSettings | None = None,
     **vad: Any,
 ) -> tuple[Session, MessageLog, Speaker, Engines]:
     """A session on engine doubles (or `responder`) and the real paced track (or
     `audio`); `also` hears its messages too."""
-    settings = Settings(vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms, **vad))
+    settings = Settings(
+        vad=VadSettings(silence_ms=500, speculative_ms=speculative_ms, **vad),
+        limits=limits or LimitsSettings(),
+    )
     engines = Engines(stt=FakeSTT(), llm=llm or FakeLLM(), tts=FakeTTS())
     sent = MessageLog()
     audio = audio or Speaker()
