@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.config.audio import AudioSettings
@@ -51,6 +51,17 @@ class Settings(BaseSettings):
     sip: SipSettings = Field(default_factory=SipSettings)
     twilio: TwilioSettings = Field(default_factory=TwilioSettings)
     recordings: RecordingSettings = Field(default_factory=RecordingSettings)
+
+    @model_validator(mode="after")
+    def _webhook_needs_a_key(self) -> Settings:
+        # Whoever may accept a ringing call chooses its session: not anyone who can reach
+        # the port.
+        if self.sip.webhook_url and not self.server.api_key:
+            raise ValueError(
+                "sip.webhook_url needs server.api_key (--server-api-key): the application "
+                "accepts and rejects the calls it is offered with that key"
+            )
+        return self
 
 
 @lru_cache(maxsize=1)
