@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loop = type(asyncio.get_running_loop())
         log.info("event loop: %s.%s", loop.__module__, loop.__qualname__)
+        calls.recordings.start()
         # Load in the background so /healthz can report "loading" meanwhile.
         loading = asyncio.create_task(runtime.load(), name="engines:load")
         sip = (

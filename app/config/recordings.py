@@ -16,7 +16,16 @@ class RecordingSettings(BaseModel):
     dir: str = Field(
         "",
         description="Where recordings are kept while they are; empty: a folder in the "
-        "system's temporary directory.",
+        "system's temporary directory. Stopped on purpose, the server deletes them; after a "
+        "crash, the next start serves those still within their retention and deletes the "
+        "rest.",
+    )
+    max_bytes: int = Field(
+        1024**3,
+        ge=1024**2,
+        description="The most disk all kept recordings may take together (1 GiB: about 4 "
+        "hours of calls); a call that would pass it is not recorded, which its download "
+        "(404) and the log say.",
     )
     max_s: float = Field(
         900.0,
