@@ -1,7 +1,9 @@
-"""100 sessions, one after another: nothing may pile up in the server."""
+"""100 sessions, two callers at a time one after another: nothing may pile up in the
+server."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from tests.support.speech import have_espeak, speak_to_wav
 pytestmark = pytest.mark.e2e
 
 SESSIONS = 100
+CALLERS = 2  # at once, each making its share one after another: half the time
 # Allowed RSS growth over the 100 sessions: allocator high-water marks move a
 # little (Opus/SRTP contexts, pymalloc arenas); a real leak of per-session state
 # (resamplers, tracks, peers: ~2 MB each) would blow well past it.
@@ -39,14 +42,17 @@ async def test_a_hundred_sessions_leave_nothing_behind(
         pytest.skip("espeak-ng is not installed (make test installs it)")
     speak_to_wav("Hi there.", tmp_path / "hi.wav", lead_silence_s=0.2)
     utterance = load_wav(str(tmp_path / "hi.wav"))
-    server = start_server("--agent", "echo", "--max-sessions", "2", "--vad-silence-ms", "200")
+    server = start_server("--agent", "echo", "--max-sessions", "4", "--vad-silence-ms", "200")
     for _ in range(3):  # warm up lazily created state (codecs, executors)
         await one_session(server.url, utterance)
     await until_in_use(server.url, 0)
     before = await server_stats(server.url)
 
-    for _ in range(SESSIONS):
-        await one_session(server.url, utterance)
+    async def caller() -> None:
+        for _ in range(SESSIONS // CALLERS):
+            await one_session(server.url, utterance)
+
+    await asyncio.gather(*(caller() for _ in range(CALLERS)))
 
     pool = await until_in_use(server.url, 0)
     assert {slot["state"] for slot in pool["slots"]} == {"idle"}
