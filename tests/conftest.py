@@ -37,8 +37,23 @@ def start_server(
 
 
 @pytest.fixture(scope="session")
-def echo_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def shared_echo_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
     return start_server("--agent", "echo", "--max-sessions", "4")
+
+
+@pytest.fixture
+def echo_server(shared_echo_server: ServerProcess) -> ServerProcess:
+    """The shared echo server once the test before has left it: on a busy machine its
+    calls may still be ending (a slot drains, then frees), and a test that needs a slot
+    would find the pool full."""
+    pool: dict = {}
+    with httpx.Client(timeout=10) as http:
+        for _ in range(600):
+            pool = http.get(f"{shared_echo_server.url}/v1/pool").json()
+            if pool["in_use"] == 0:
+                return shared_echo_server
+            time.sleep(0.1)
+    raise AssertionError(f"the shared echo server's calls never ended: {pool}")
 
 
 @pytest.fixture(scope="session")
