@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -52,6 +53,26 @@ def validation_problems(exc: RequestValidationError | ValidationError) -> str:
     )
 
 
+# The errors answered with a status and their message, and nothing else.
+PLAIN_STATUS: dict[type[VoiceAgentError], int] = {
+    SignallingError: 400,
+    BadRequest: 400,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooLarge: 413,
+    TransferFailed: 502,
+}
+
+
+def _answering_with(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def answer(_: Request, exc: Exception) -> JSONResponse:
+        type_ = exc.type if isinstance(exc, VoiceAgentError) else "server_error"
+        return JSONResponse(error_body(type_, str(exc)), status_code=status)
+
+    return answer
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(SessionLimitReached)
     async def _full(_: Request, exc: SessionLimitReached) -> JSONResponse:
@@ -81,29 +102,8 @@ def install(app: FastAPI) -> None:
             error_body(exc.type, str(exc)), status_code=401, headers={"WWW-Authenticate": "Bearer"}
         )
 
-    @app.exception_handler(SignallingError)
-    async def _bad_offer(_: Request, exc: SignallingError) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
-
-    @app.exception_handler(BadRequest)
-    async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=400)
-
-    @app.exception_handler(Conflict)
-    async def _conflict(_: Request, exc: Conflict) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=409)
-
-    @app.exception_handler(Forbidden)
-    async def _forbidden(_: Request, exc: Forbidden) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=403)
-
-    @app.exception_handler(TooLarge)
-    async def _too_large(_: Request, exc: TooLarge) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=413)
-
-    @app.exception_handler(NotFound)
-    async def _not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=404)
+    for error, status in PLAIN_STATUS.items():
+        app.add_exception_handler(error, _answering_with(status))
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -119,10 +119,6 @@ def install(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=exc.headers,
         )
-
-    @app.exception_handler(TransferFailed)
-    async def _transfer(_: Request, exc: TransferFailed) -> JSONResponse:
-        return JSONResponse(error_body(exc.type, str(exc)), status_code=502)
 
     @app.exception_handler(VoiceAgentError)
     async def _other(_: Request, exc: VoiceAgentError) -> JSONResponse:

@@ -50,10 +50,6 @@ class RecordingStore:
     def held_bytes(self) -> int:
         return sum(size for _, size in self._kept.values())
 
-    @property
-    def full(self) -> bool:
-        return self.held_bytes >= self.max_bytes
-
     async def keep(self, session_id: str, wav: bytes) -> None:
         if not self.on:
             return
