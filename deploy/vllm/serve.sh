@@ -9,6 +9,9 @@
 #   VLLM_HOST, VLLM_PORT                                 (default: 127.0.0.1, 8001)
 #   VLLM_SERVED_NAME  the model name clients ask for     (default: smollm2)
 #   VLLM_CPU_KVCACHE_SPACE  GiB of KV cache              (default here: 1, ample for 135M at 2k)
+#   VLLM_TOOL_PARSER  how vLLM finds tool calls in what the model writes (default: hermes, the
+#                     format of Qwen2.5 and many others); empty: tools off, and vLLM then answers
+#                     400 to every session that offers one
 # Extra arguments go to `vllm serve` as they are.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +24,12 @@ if [ ! -x "$venv/bin/vllm" ]; then
 fi
 "$venv/bin/python" "$root/deploy/vllm/prepare_model.py" "$model"
 
+# Without these, vLLM refuses any request offering tools ("auto" tool choice requires ...), and
+# the agent offers the session's tools on every turn.
+tools=()
+parser=${VLLM_TOOL_PARSER-hermes}
+if [ -n "$parser" ]; then tools=(--enable-auto-tool-choice --tool-call-parser "$parser"); fi
+
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 exec "$venv/bin/vllm" serve "$model" \
@@ -28,4 +37,5 @@ exec "$venv/bin/vllm" serve "$model" \
     --served-model-name "${VLLM_SERVED_NAME:-smollm2}" \
     --max-model-len 2048 \
     --enable-log-requests \
+    "${tools[@]}" \
     "$@"

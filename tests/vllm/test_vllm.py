@@ -133,6 +133,42 @@ async def test_the_llm_client_streams_from_vllm(vllm: VllmServer) -> None:
     )
 
 
+LIGHTS = {
+    "type": "function",
+    "name": "set_lights",
+    "description": "Turn the lights in a room on or off.",
+    "parameters": {
+        "type": "object",
+        "properties": {"room": {"type": "string"}, "on": {"type": "boolean"}},
+        "required": ["room", "on"],
+    },
+}
+
+
+async def test_a_session_with_tools_is_answered_by_vllm(
+    vllm_agent: ServerProcess, vllm: VllmServer
+) -> None:
+    # The agent offers the session's tools on every turn, and a vLLM started without tool
+    # calling answers each such request 400 ("auto" tool choice requires ...).
+    await until_idle(vllm)
+    before = served(vllm)
+    async with text_session(vllm_agent) as session:
+        await session.send({"type": "session.update", "session": {"type": "realtime",
+                            "tools": [LIGHTS], "tool_choice": "auto"}})  # fmt: skip
+        await session.until("session.updated")
+        done = await session.ask("Please turn on the lights in the kitchen.")
+    assert session.errors == []
+    assert done["status"] == "completed", done
+    # SmolLM2 answers a tool in words; either a message or a function call is an answer.
+    assert done["output"] and done["output"][0]["type"] in ("message", "function_call"), done
+    for _ in range(100):  # vLLM counts a request in /metrics a moment after it streamed
+        if served(vllm) > before:
+            break
+        await asyncio.sleep(0.1)
+    assert served(vllm) > before, "vLLM answered the request that offered the tool"
+    EVIDENCE.append(f"a session offering set_lights: vLLM answered {done['output'][0]['type']}")
+
+
 async def test_cancelling_a_reply_aborts_its_request_in_vllm(
     vllm_agent: ServerProcess, vllm: VllmServer
 ) -> None:
