@@ -19,6 +19,7 @@ from app.audio.level import rms_db
 from app.config import LlmSettings
 from app.engines.llm import OpenAICompatLLM
 from app.vocab.chat import ChatMessage, TokenCount
+from bench.answers import LIGHTS as CHAT_LIGHTS
 from clients import AgentClient, load_wav
 from tests.support.realtime import create_user_text
 from tests.support.server import ServerProcess
@@ -133,16 +134,8 @@ async def test_the_llm_client_streams_from_vllm(vllm: VllmServer) -> None:
     )
 
 
-LIGHTS = {
-    "type": "function",
-    "name": "set_lights",
-    "description": "Turn the lights in a room on or off.",
-    "parameters": {
-        "type": "object",
-        "properties": {"room": {"type": "string"}, "on": {"type": "boolean"}},
-        "required": ["room", "on"],
-    },
-}
+# The Realtime form of a tool is the chat form's function, with its type beside it.
+LIGHTS = {"type": "function", **CHAT_LIGHTS["function"]}
 
 
 async def test_a_session_with_tools_is_answered_by_vllm(
@@ -156,7 +149,7 @@ async def test_a_session_with_tools_is_answered_by_vllm(
         await session.send({"type": "session.update", "session": {"type": "realtime",
                             "tools": [LIGHTS], "tool_choice": "auto"}})  # fmt: skip
         await session.until("session.updated")
-        done = await session.ask("Please turn on the lights in the kitchen.")
+        done = await session.ask(QUESTION)
     assert session.errors == []
     assert done["status"] == "completed", done
     # SmolLM2 answers a tool in words; either a message or a function call is an answer.
