@@ -9,7 +9,7 @@ Starts the server once, with room for the largest session count, then for each c
 runs that many aiortc callers at once (bench.latency's clients: each speaks espeak-ng
 questions as its microphone and silence in between, and never hears the agent's voice
 back, so no echo) and prints one table: p50 / p95 of the server's stages from
-`response.done` (ms from the VAD's end of turn), voice to voice at the client, and the
+`response.done` (ms from the end of the user's speech), voice to voice at the client, and the
 turns that failed. With --device cuda it checks CUDA first and stops, saying what is
 missing, rather than measure the CPU. It prints figures; it asserts nothing.
 """
@@ -290,7 +290,7 @@ def table(rows: list[Row]) -> str:
 
 
 def report(rows: list[Row]) -> None:
-    print("\nms, p50 / p95: server stages from the VAD's end of turn; voice to voice at the client")
+    print("\nms, p50 / p95: server stages from the end of speech; voice to voice at the client")
     print(table(rows))
     for row in rows:
         for failure in row.failures:

@@ -162,7 +162,7 @@ async def voice_to_voice(folder: Path) -> None:
                 v2v = [t.v2v_s * 1000 for t in run.results.turns if t.v2v_s is not None]
                 print(
                     f"  {language}: {len(v2v)} turns, p50 {percentile(v2v, 50):.0f} ms, "
-                    f"max {max(v2v):.0f} ms; server stages p50, ms from VAD end: "
+                    f"max {max(v2v):.0f} ms; server stages p50, ms from the end of speech: "
                     + ", ".join(
                         f"{stage} {statistics.median(t.timings_ms[stage] for t in turns):.0f}"
                         for stage in STAGES

@@ -229,7 +229,7 @@ def report(label: str, results: Results, cpu_pct: float | None) -> None:
             f"longest silence inside a reply: p50 {percentile(silences, 50):.0f} ms, "
             f"max {max(silences):.0f} ms"
         )
-    print("server stages, ms from VAD end (p50 / p95):")
+    print("server stages, ms from the end of speech (p50 / p95):")
     for stage in STAGES:
         values = [t.timings_ms[stage] for t in results.turns if stage in t.timings_ms]
         if values:

@@ -165,6 +165,11 @@ class PacedPlayout:
         return not self._drained.is_set()
 
     @property
+    def paused(self) -> bool:
+        """Held by pause(): silence goes out whatever is queued."""
+        return self._paused
+
+    @property
     def idle(self) -> bool:
         """Nothing queued to send."""
         return not self._buffer

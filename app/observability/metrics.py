@@ -44,7 +44,7 @@ class Metrics:
         )
         self._stages = Histogram(
             "voice_agent_turn_stage_seconds",
-            "Time from the end of the user's turn to each stage of the reply.",
+            "Time from the end of the user's speech to each stage of the reply.",
             ["stage"],
             buckets=STAGE_BUCKETS,
             registry=self.registry,

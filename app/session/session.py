@@ -132,6 +132,7 @@ class Session:
         )
         self._jobs = JobQueue(session_id, self._answer, self._answered)
         self._item_id = new_id("item")  # the user's next utterance
+        self._speech_ends: dict[str, float] = {}  # utterance's item id -> its speech's end
         self._manual = ManualInput(settings.vad.max_utterance_s)  # turn detection off
         self._idle = IdleTimeout(
             lambda: self._turns.position_ms,
@@ -223,7 +224,7 @@ class Session:
         if self.options.vad is None:
             self._manual.push(heard)
             return
-        self._turns.push(heard, judged, interruptible=self.reply is not None)
+        self._turns.push(heard, judged, interruptible=self._reply_spoken_over is not None)
 
     def press(self, key: str) -> None:
         """A keypad press (DTMF) from a phone; ValueError for what is not a key."""
@@ -300,12 +301,15 @@ class Session:
             self._dropped(item_id, "as echo")
             return
         self._emit(msg.SpeechStopped(item_id, event.audio_end_ms, event.silence_ms))
+        # When the user stopped speaking: a turn's timings count from there, however long
+        # judging it takes. One entry per utterance being judged; taken when it is.
+        self._speech_ends[item_id] = time.perf_counter() - event.silence_ms / 1000
         if self._interruptions.judging:
             self._interruptions.ended(event.audio, item_id)
-        elif self.reply is not None and self._vad.interrupt_response:
-            self._interruptions.ended_over(self.reply, event.audio, item_id)
+        elif (reply := self._reply_spoken_over) is not None and self._vad.interrupt_response:
+            self._interruptions.ended_over(reply, event.audio, item_id)
         else:
-            self._committed(event.audio, item_id, silence_ms=event.silence_ms)
+            self._committed(event.audio, item_id)
 
     async def _transcribe(self, audio: bytes) -> Transcript | None:
         return await self._responder.transcribe(
@@ -320,6 +324,7 @@ class Session:
         return await self._responder.transcribe(audio, brief=True, language=language)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
+        self._speech_ends.pop(item_id, None)
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
 
     def _committed(
@@ -327,19 +332,19 @@ class Session:
         audio: bytes,
         item_id: str | None = None,
         heard: Transcript | None = None,
-        *,
-        silence_ms: int | None = None,
     ) -> None:
-        """The user's turn is over (after `silence_ms` of silence, if silence ended it): a
-        user item exists; transcribe it (unless `heard` is its transcript), maybe answer it."""
+        """The user's turn is over: a user item exists; transcribe it (unless `heard` is
+        its transcript), maybe answer it."""
         if item_id is None:
             item_id, self._item_id = self._item_id, new_id("item")
+        spoke_until = self._speech_ends.pop(item_id, None)
         self._emit(msg.InputCommitted(item_id, self.history.last_item_id))
         self.usage.turns += 1
-        if not self._speculation.keep(silence_ms):
+        if not self._speculation.keep(spoke_until):
             respond = self.options.create_response
             turn = UserTurn(self.id, audio, item_id, ended=True, respond=respond, heard=heard)
-            turn.timings.silence_ms = silence_ms
+            if spoke_until is not None:
+                turn.timings.spoke_until(spoke_until)
             self._enqueue(turn)
 
     def _keys_entered(self, keys: str) -> None:
@@ -354,11 +359,15 @@ class Session:
 
     @property
     def _reply_spoken_over(self) -> Reply | None:
-        """The reply the user's speech may interrupt; not one begun in a pause of this very
+        """The reply the user's speech may interrupt: the one they may be hearing, or one
+        not heard yet (its turn still being transcribed, or its first audio still being
+        made), which their words may yet take over. Not one begun in a pause of this very
         turn, which is the speculation's to drop."""
-        if isinstance(job := self._jobs.current, UserTurn) and not job.ended:
+        job = self._jobs.current
+        if job is None or (isinstance(job, UserTurn) and not job.ended):
             return None
-        return self.reply
+        reply = job.reply
+        return reply if reply is not None and not reply.done else None
 
     def _talked_over(self, spoken_ms: int) -> None:
         if (reply := self._reply_spoken_over) is not None:

@@ -44,8 +44,8 @@ async def test_calls_slots_replies_and_refusals_are_counted(
     assert calls == {"accepted": 1, "session_limit_reached": 1}
     assert during[("voice_agent_slots", (("state", "active"), ("transport", "webrtc")))] == 1
     assert during[("voice_agent_replies_total", (("reason", ""), ("status", "completed")))] == 1
-    # The echo has no STT, LLM or TTS stage; its reply's audio did go out.
-    assert stage_counts(during) == {"first_frame_sent": 1}
+    # The echo has no STT, LLM or TTS stage; its turn ended, and its reply's audio went out.
+    assert stage_counts(during) == {"turn_end": 1, "first_frame_sent": 1}
     # The turn ended after server_vad's 500 ms of silence, and the echo went out after it.
     assert during[("voice_agent_end_of_turn_seconds_count", ())] == 1
     assert during[("voice_agent_end_of_turn_seconds_sum", ())] == 0.5

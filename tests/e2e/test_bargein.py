@@ -48,7 +48,8 @@ async def test_speaking_over_a_long_answer_stops_it_and_gets_a_new_one(
         after[(f"{reaction}_{part}", ())] - before[(f"{reaction}_{part}", ())]
         for part in ("count", "sum")
     )
-    assert count == 1 and window_s <= total < window_s + 0.1, (count, total)
+    # (A difference of sums: 0.24 after other barge-ins may read 0.23999999999999977.)
+    assert count == 1 and window_s - 1e-9 <= total < window_s + 0.1, (count, total)
     # The interruption was heard as a turn of its own and answered.
     assert word_error_rate(INTERRUPTION, trial.interruption_heard) <= 0.5
     assert trial.second["status"] == "completed"

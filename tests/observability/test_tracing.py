@@ -71,8 +71,8 @@ async def test_a_turn_is_one_span_with_a_child_per_stage_in_order() -> None:
         "stt_done", "llm_first_token", "first_clause", "tts_first_audio", "first_frame_sent",
     ]  # fmt: skip
     assert all(begin <= seconds(span)[0] <= seconds(span)[1] <= end for span in children)
-    # The reply's first frame left when /response.done's timings say, from the turn's end.
-    first_frame = seconds(stages[-1])[1] - end_of_turn[1]
+    # The reply's first frame left when response.done's timings say, from the speech's end.
+    first_frame = seconds(stages[-1])[1] - end_of_turn[0]
     assert first_frame * 1000 == pytest.approx(done.timings_ms["first_frame_sent"], abs=2)
 
 

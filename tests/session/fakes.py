@@ -56,6 +56,8 @@ class FakeSTT:
         self.fail_with: EngineError | None = None  # raised by the next transcription
         self.heard_as = "en"  # the language it "detects"
         self.asked: list[str | None] = []  # the language each transcription was asked for
+        self.hear: Callable[[bytes], str] | None = None  # or what it hears in the audio
+        self.delay_s = 0.01  # how long a transcription takes
 
     async def transcribe(
         self,
@@ -67,10 +69,12 @@ class FakeSTT:
     ) -> Transcript:
         (self.briefly_heard if brief else self.heard).append(len(pcm16k))
         self.asked.append(language)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(self.delay_s)
         failure, self.fail_with = self.fail_with, None
         if failure is not None:
             raise failure
+        if self.hear is not None:
+            return Transcript(self.hear(pcm16k), language=self.heard_as)
         default = f"question of {len(pcm16k) // 32} ms"
         # A brief transcription hears what the full one will, and leaves it to it.
         if brief:
@@ -160,6 +164,7 @@ class FakeTTS:
         self.amplitude = 0.1  # -20 dBFS
         self.crash_on = ""  # a text it fails on with an unexpected error
         self.spoken: list[tuple[str, str | None, str]] = []  # (text, voice, language) said
+        self.delay_s = 0.01  # how long a synthesis takes
 
     async def synthesize(
         self,
@@ -171,7 +176,7 @@ class FakeTTS:
         language: str = "",
     ) -> Speech:
         self.spoken.append((text, voice, language))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(self.delay_s)
         if text == self.crash_on:
             raise RuntimeError("onnxruntime exploded")
         if text in self.refuse or "*" in self.refuse:

@@ -27,9 +27,10 @@ async def test_a_turn_and_its_reply_are_counted() -> None:
     assert used["audio_out_s"] == pytest.approx(message.audio_ms / 1000, abs=0.001)
     # The fake LLM counts a token a message and one a delta.
     assert (used["llm_tokens_in"], used["llm_tokens_out"]) == (2, 8)
-    # Voice to voice at the server: the 500 ms silence window, then the first frame sent.
-    first_frame = done.timings_ms["first_frame_sent"]
-    assert done.voice_to_voice_ms == 500 + first_frame
+    # Voice to voice at the server: every stage counts from the end of the speech, the
+    # turn's end after the 500 ms silence window.
+    assert done.timings_ms["turn_end"] == pytest.approx(500, abs=1)
+    assert done.voice_to_voice_ms == done.timings_ms["first_frame_sent"] > 500
     await session.close()
 
 

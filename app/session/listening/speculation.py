@@ -26,13 +26,15 @@ class Speculation:
         self._stats.started += 1
         log.debug("speculating on a pause", extra={"session_id": self._session_id})
 
-    def keep(self, silence_ms: int | None = None) -> bool:
-        """The turn ended where the speculation began (after `silence_ms` of silence):
-        what waited for that goes ahead. False if there was none."""
+    def keep(self, spoke_until: float | None = None) -> bool:
+        """The turn ended where the speculation began (the user's speech ended at
+        `spoke_until`, on time.perf_counter's clock): what waited for that goes ahead.
+        False if there was none."""
         turn, self._turn = self._turn, None
         if turn is None:
             return False
-        turn.timings.silence_ms = silence_ms
+        if spoke_until is not None:
+            turn.timings.spoke_until(spoke_until)
         turn.confirm()
         self._stats.kept += 1
         log.debug("turn ended; speculative reply kept", extra={"session_id": self._session_id})

@@ -90,6 +90,9 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
 
     async def _answer_turn(self, turn: UserTurn, options: SessionOptions) -> None:
+        # The reply exists while the turn is transcribed, so the user speaking again can
+        # hold it or take it over (Reply.interrupt) before it is opened.
+        reply = self._new_reply(turn, "text" if options.text_only else "audio")
         try:
             heard = turn.heard or await self._responder.transcribe(
                 turn.audio, logprobs=options.logprobs, language=options.language
@@ -110,17 +113,31 @@ class Answerer:
             turn.timings.mark("stt_done")
             self._heard_in(heard.language)
             turn.when_ended(lambda: self._heard(turn, heard))
-            if not heard.text or not turn.respond:
+            if reply.done or not turn.respond or not (heard.text or self._owed()):
                 await turn.wait_ended()
-                if not heard.text:
+                if reply.done:
+                    log.info("the user spoke on: their next turn answers this one too",
+                             extra={"session_id": self._session_id})  # fmt: skip
+                elif not heard.text:
                     log.info("empty transcript; no reply", extra={"session_id": self._session_id})
                 return
-            said = [{"role": "user", "content": heard.text}]
+            if heard.text:
+                said = [{"role": "user", "content": heard.text}]
         await self._respond(turn, options, turn, lambda: self._prompt(options, said, turn=turn))
+
+    def _owed(self) -> bool:
+        """The user's last words were never answered: their reply was taken over by more
+        speech (a cough, a sound) before any of it was heard. That speech has no words,
+        and the words before it are answered now."""
+        for message in reversed(self._history.messages()):
+            if message.content or message.call is not None:
+                return message.role == "user" and message.spoken
+        return False
 
     async def _reply(self, request: ReplyRequest, options: SessionOptions) -> None:
         instructions = request.instructions or options.instructions
         nudge: list[ChatMessage] = [{"role": "system", "content": NUDGE}] if request.nudge else []
+        self._new_reply(request, "text" if options.text_only else "audio")
         await self._respond(
             request, options, None, lambda: self._prompt(options, nudge, instructions)
         )
@@ -136,7 +153,10 @@ class Answerer:
         """The conversation for the LLM, with `then` after it (raises ConversationTooLong).
 
         `then` says what the user said in `turn`: a turn that has ended is in the
-        history already, and is not said twice."""
+        history already, and is not said twice. Words whose answer was taken over before
+        it was heard stay a message of their own, the words after them the next: the LLM
+        answers the last as corrected ("...France?", "Sorry, I mean Italy."), where
+        Qwen2.5-Coder-0.5B given them as one message answered the first (Paris)."""
         if turn is not None and self._history.find(turn.item_id) is not None:
             then = []
         start = self._history.prompt(
@@ -187,8 +207,9 @@ class Answerer:
         turn: UserTurn | None,
         prompt: Callable[[], list[ChatMessage]],
     ) -> None:
-        """Speak (or write) a reply for `job`; `turn`, if any, must end before it shows."""
-        reply = self._new_reply(job, "text" if options.text_only else "audio")
+        """Speak (or write) `job`'s reply; `turn`, if any, must end before it shows."""
+        reply = job.reply
+        assert reply is not None, "made by the job's answer"
         when_ended: Callable[[Callable[[], None]], None] = (
             turn.when_ended if turn is not None else lambda action: action()
         )

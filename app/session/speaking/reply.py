@@ -65,6 +65,9 @@ class Reply:
         self._started = asyncio.get_running_loop().create_future()
         self._unheld = asyncio.Event()  # cleared while paused: no more audio is made
         self._unheld.set()
+        # This reply paused the audio out, and must let it go however it ends: a playout
+        # left paused plays silence for every reply after it.
+        self._holding = False
         self._message: msg.MessageStarted | None = None
         self._calls = ToolCalls(self.response_id, emit)
         self._outputs = 0  # output items so far
@@ -186,15 +189,24 @@ class Reply:
 
     def pause(self) -> bool:
         """Hold the audio where it is, and the making of more; False if the reply is over
-        or its transport cannot pause."""
-        if self.done or self.modality != "audio" or not self._audio.pause():
+        or its transport cannot pause. A reply none of which is queued yet can always
+        be held: it only stops making audio."""
+        if self.done or self.modality != "audio":
             return False
+        if self._clauses:
+            if not self._audio.pause():
+                return False
+            self._holding = True
         self._unheld.clear()
         return True
 
     def resume(self) -> None:
         self._unheld.set()
-        if not self.done:
+        self._let_go()
+
+    def _let_go(self) -> None:
+        if self._holding:
+            self._holding = False
             self._audio.resume()
 
     def interrupt(self, reason: msg.CancelReason, *, heard_ms: float | None = None) -> bool:
@@ -209,7 +221,9 @@ class Reply:
         if self._clauses and self._audio.playing:
             self._audio.clear()
             self._emit(msg.ReplyAudioCleared(self.response_id))
-        if self._task is not asyncio.current_task():
+        # Not opened yet, the reply's task is transcribing the turn it answers: that
+        # goes on, so the user's words are kept, and the task sees the reply is over.
+        if self._task is not asyncio.current_task() and self.opened:
             self._task.cancel()
         if self.modality == "text":  # what was written was all seen
             self._finish("cancelled", self.text, reason=reason)
@@ -250,6 +264,7 @@ class Reply:
     ) -> None:
         self.status = status
         self._unheld.set()
+        self._let_go()
         if not self.opened:
             return
         if self._usage is not None:
