@@ -73,7 +73,7 @@ class Runtime:
         return {
             "stt": f"Whisper {Path(engines.stt.model_name).name}",
             "llm": llm if self.settings.llm.base_url else f"{llm} (embedded, llama.cpp)",
-            "tts": f"Kokoro, voice {self.settings.tts.voice}",
+            "tts": "Kokoro",
             "demo": not self.settings.llm.base_url and not self.settings.llm.model_path,
         }
 

@@ -26,7 +26,19 @@ let retryTimer = null;
 const replies = new Map(); // response_id -> transcript element
 const levels = { in: null, out: null, audio: null, lastVoiceAt: 0 };
 const turn = { userEndedAt: null, awaitingVoice: false, v2vMs: null, server: {} };
-let replying = false; // between response.created and response.done
+// What the indicator shows follows these: the user speaking (the server's VAD), reply
+// audio the server is sending that is audible here, or an answer owed.
+const floor = { userSpeaking: false, audioOut: false, awaiting: false, responses: new Set(), lastOutVoiceAt: 0 };
+// How long reply audio may be quiet (between words) and still count as speaking.
+const SPEAKING_HOLD_MS = 300;
+
+function showFloor(now = performance.now()) {
+  if (!call?.channel || call.channel.readyState !== "open") return;
+  if (floor.userSpeaking) setState("user-speaking");
+  else if (floor.audioOut && now - floor.lastOutVoiceAt < SPEAKING_HOLD_MS) setState("speaking");
+  else if (floor.awaiting || floor.responses.size || floor.audioOut) setState("thinking");
+  else setState("listening");
+}
 
 function setState(state) {
   ui.state.dataset.state = state;
@@ -51,32 +63,42 @@ function addTurn(role, text) {
 // --- events from the server -------------------------------------------------
 function onEvent(event) {
   switch (event.type) {
-    case "session.updated": ui.settingsStatus.textContent = "Settings applied."; break;
-    case "input_audio_buffer.speech_started": setState("user-speaking"); break;
+    case "session.updated":
+      ui.settingsStatus.textContent = "Settings applied.";
+      showVoice(event.session?.audio?.output?.voice);
+      break;
+    case "input_audio_buffer.speech_started": floor.userSpeaking = true; break;
     case "input_audio_buffer.speech_stopped":
       // Over a reply, the server holds it until it knows whether this was a turn:
       // a backchannel ("mm-hm") gets no commit, and the reply goes on.
-      setState(replying ? "speaking" : "thinking");
+      floor.userSpeaking = false;
       turn.userEndedAt = levels.lastVoiceAt || performance.now();
       break;
     case "input_audio_buffer.committed":
-      setState("thinking");
+      floor.awaiting = true;
       turn.awaitingVoice = true;
       break;
-    case "response.created": replying = true; break;
+    case "response.created":
+      floor.awaiting = false;
+      floor.responses.add(event.response.id);
+      break;
     case "conversation.item.input_audio_transcription.completed":
       if (event.transcript) addTurn("user", event.transcript);
+      else floor.awaiting = false; // nothing to answer: no response follows
       break;
-    case "output_audio_buffer.started": setState("speaking"); break;
+    case "output_audio_buffer.started": floor.audioOut = true; break;
+    case "output_audio_buffer.stopped": case "output_audio_buffer.cleared":
+      floor.audioOut = false;
+      break;
     case "response.output_audio_transcript.delta": {
       let el = replies.get(event.response_id);
       if (!el) { el = addTurn("assistant", ""); replies.set(event.response_id, el); }
       el.textContent += event.delta;
-      setState("speaking");
       break;
     }
     case "response.done": {
-      replying = false;
+      floor.responses.delete(event.response.id);
+      floor.audioOut = false;
       const el = replies.get(event.response.id);
       if (el && event.response.status === "cancelled") {
         el.classList.add("interrupted");
@@ -84,11 +106,11 @@ function onEvent(event) {
       }
       turn.server = event.response.timings_ms || {};
       showLatency();
-      setState("listening");
       break;
     }
     case "error": onServerError(event.error); break;
   }
+  showFloor();
 }
 
 function onServerError(error) {
@@ -131,6 +153,8 @@ setInterval(() => {
   showLevel(ui.meterIn, input);
   showLevel(ui.meterOut, output);
   if (input > VOICE_RMS) levels.lastVoiceAt = now;
+  if (output > VOICE_RMS) floor.lastOutVoiceAt = now;
+  showFloor(now);
   if (turn.awaitingVoice && output > VOICE_RMS) {
     turn.awaitingVoice = false;
     turn.v2vMs = now - turn.userEndedAt;
@@ -160,10 +184,22 @@ async function loadConfig() {
 // What the agent runs on, and a word when its LLM is the small one that ships with it.
 function showModels(models) {
   if (!models?.llm) return;
-  ui.models.textContent = `Listening with ${models.stt}, thinking with ${models.llm}, speaking with ${models.tts}.`
-    + (models.demo ? " The LLM is the small demo model that runs on this CPU: expect wrong answers."
-      + " Point VOICE_LLM__BASE_URL at vLLM for a model worth talking to." : "");
+  ui.models.textContent = `Listening with ${models.stt}, thinking with ${models.llm}, speaking with `;
+  const voice = document.createElement("span");
+  voice.id = "voice-in-use";
+  ui.models.append(`${models.tts}, voice `, voice, ".");
+  showVoice(config.voice);
+  if (models.demo) {
+    ui.models.append(" The LLM is the small demo model that runs on this CPU: expect wrong answers."
+      + " Point VOICE_LLM__BASE_URL at vLLM for a model worth talking to.");
+  }
   ui.models.hidden = false;
+}
+
+// The voice the session speaks with, as the server last said (session.updated).
+function showVoice(voice) {
+  const el = $("voice-in-use");
+  if (el && voice) el.textContent = voice;
 }
 
 async function openMic() {
@@ -294,7 +330,8 @@ function teardown() {
   }
   levels.in = levels.out = null;
   turn.awaitingVoice = false;
-  replying = false;
+  Object.assign(floor, { userSpeaking: false, audioOut: false, awaiting: false });
+  floor.responses.clear();
   ui.connect.disabled = false;
   ui.disconnect.disabled = true;
   setState("idle");

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,40 @@ from tests.support.speech import QUESTION, word_error_rate
 pytestmark = pytest.mark.e2e
 
 OUTPUT = REPO / "test-output"
-# Record every state the indicator shows, however briefly.
-WATCH_STATES = """() => { window.seenStates = [];
+# Record every state the indicator shows, however briefly, and every 20 ms the state
+# beside how loud the reply audio was (its own analyser, not the page's meter).
+WATCH_STATES = """() => { window.seenStates = []; window.samples = [];
   const el = document.getElementById('state');
   new MutationObserver(() => window.seenStates.push(el.dataset.state))
-    .observe(el, {attributes: true, childList: true, subtree: true}); }"""
+    .observe(el, {attributes: true, childList: true, subtree: true});
+  let node = null;
+  setInterval(() => {
+    const remote = document.getElementById('remote').srcObject;
+    if (!node && remote) {
+      node = new AudioContext().createAnalyser();
+      node.context.createMediaStreamSource(remote).connect(node);
+    }
+    if (!node) return;
+    const data = new Float32Array(node.fftSize);
+    node.getFloatTimeDomainData(data);
+    const rms = Math.sqrt(data.reduce((sum, x) => sum + x * x, 0) / data.length);
+    window.samples.push([performance.now(), el.dataset.state, rms]);
+  }, 20); }"""
+# Reply audio louder than this (RMS) is heard; "speaking" with none for this long is not.
+AUDIBLE_RMS = 0.01
+QUIET_MS = 600
+
+
+def speaking_while_quiet(samples: list[list[Any]]) -> list[float]:
+    """When the page said "speaking" though no reply audio was heard for QUIET_MS."""
+    last_heard = -1e9
+    wrong = []
+    for at, state, rms in samples:
+        if rms > AUDIBLE_RMS:
+            last_heard = at
+        elif state == "speaking" and at - last_heard > QUIET_MS:
+            wrong.append(at)
+    return wrong
 
 
 @pytest.fixture
@@ -65,7 +95,13 @@ async def test_talking_to_the_page(agent_server: ServerProcess, browser: Any) ->
     await page.evaluate(WATCH_STATES)
     # Settings chosen before connecting are sent as session.update once the channel opens.
     await page.click("#settings summary")
-    await page.wait_for_function("document.querySelector('#voice').options.length > 0")
+    await page.wait_for_function("document.querySelector('#voice').options.length > 1")
+    default_voice = await page.inner_text("#voice-in-use")
+    voices = await page.eval_on_selector_all(
+        "#voice option", "options => options.map(o => o.value)"
+    )
+    voice = next(name for name in voices if name != default_voice)
+    await page.select_option("#voice", voice)
     await page.fill("#silence", "520")
     await page.click("#apply")
     assert "sent when you connect" in await page.inner_text("#settings-status")
@@ -97,6 +133,13 @@ async def test_talking_to_the_page(agent_server: ServerProcess, browser: Any) ->
     assert float(await page.get_attribute("#meter-in", "data-peak")) > 0.01, "heard the mic"
     latency = await page.inner_text("#latency")
     assert "voice to voice" in latency and "first frame sent" in latency, latency
+    # The server's timings count from the end of the speech: the turn ended after the
+    # 520 ms of silence asked for.
+    turn_end = re.search(r"turn end (\d+) ms", latency)
+    assert turn_end and int(turn_end[1]) >= 520, latency
+    # "speaking" only while the reply was heard; the top line names the voice chosen.
+    assert not speaking_while_quiet(await page.evaluate("window.samples"))
+    assert await page.inner_text("#voice-in-use") == voice
     status = await page.text_content("#settings-status")  # inside the closed panel
     assert status == "Settings applied.", (status, await page.inner_text("#error"))
     assert await page.locator("#error").is_hidden()
