@@ -28,6 +28,17 @@ OPTIMIZATION = {
 }
 
 
+def _not_a_word_count(record: logging.LogRecord) -> bool:
+    """espeak-ng reads a number or a symbol as several words ("25" as "twenty five"), and
+    phonemizer warns of the mismatch on nearly every reply. Kokoro is given the phonemes
+    whole, so the count means nothing here."""
+    return not record.getMessage().startswith("words count mismatch")
+
+
+# A filter, not a level: phonemizer sets its logger's level and handlers on every call.
+logging.getLogger("phonemizer").addFilter(_not_a_word_count)
+
+
 class TextToSpeech(Protocol):
     voices: list[str]
     model_name: str  # a path
