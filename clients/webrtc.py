@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -28,6 +29,14 @@ FRAME = RATE // 50  # 20 ms
 VOICE_PEAK = 300
 
 
+class Refused(RuntimeError):
+    """The server refused the offer; `status` is its HTTP status (503: the pool is full)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"offer refused: {status} {body}")
+        self.status = status
+
+
 class WavMicrophone(MediaStreamTrack):
     """Real-time paced playback of queued utterances, silence in between."""
 
@@ -44,9 +53,18 @@ class WavMicrophone(MediaStreamTrack):
         self.speech_ended_at: float | None = None  # wall time the last voiced frame went out
         self._first_voiced_sample = -1
         self._last_voiced_sample = -1
+        self._quiet = asyncio.Event()  # set once all it was given has been sent
+        self._quiet.set()
 
     def say(self, samples: np.ndarray) -> None:
         self._queue.append(samples)
+        self._quiet.clear()
+
+    async def said(self) -> float:
+        """Once all it was given has gone out: when its last voiced frame did."""
+        await self._quiet.wait()
+        assert self.speech_ended_at is not None, "it was given no speech"
+        return self.speech_ended_at
 
     @property
     def busy(self) -> bool:
@@ -72,6 +90,8 @@ class WavMicrophone(MediaStreamTrack):
         if self._offset <= self._last_voiced_sample < self._offset + FRAME:
             self.speech_ended_at = time.monotonic()
         self._offset += len(chunk)
+        if self._offset >= len(self._current) and not self._queue:
+            self._quiet.set()
         pcm = np.zeros(FRAME, dtype=np.int16)
         pcm[: len(chunk)] = chunk
         frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
@@ -152,7 +172,7 @@ class AgentClient:
         async with httpx.AsyncClient(timeout=timeout_s) as http:
             response = await http.post(f"{self.base_url}/offer", json={"sdp": sdp, "type": "offer"})
         if response.status_code != 200:
-            raise RuntimeError(f"offer refused: {response.status_code} {response.text}")
+            raise Refused(response.status_code, response.text)
         await self.accept(response.json())
         await self.wait_for("session.created", timeout_s=timeout_s)
 
@@ -182,18 +202,33 @@ class AgentClient:
         return [event for _, event in self.events if event["type"] == kind]
 
     async def wait_for(self, kind: str, count: int = 1, timeout_s: float = 60.0) -> dict[str, Any]:
+        what = f"{kind} #{count}"
+        await self.wait_until(lambda: len(self.of_type(kind)) >= count, what, timeout_s)
+        return self.of_type(kind)[count - 1]
+
+    async def wait_until(
+        self, happened: Callable[[], bool], what: str, timeout_s: float = 60.0
+    ) -> None:
+        """Until `happened()` is true, asked again at each event."""
         deadline = time.monotonic() + timeout_s
-        while len(self.of_type(kind)) < count:
+        while not happened():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 seen = [event["type"] for _, event in self.events]
-                raise TimeoutError(f"no {kind} #{count} within {timeout_s}s; saw {seen}")
+                raise TimeoutError(f"no {what} within {timeout_s}s; saw {seen}")
             self._new_event.clear()
             try:
                 await asyncio.wait_for(self._new_event.wait(), remaining)
             except TimeoutError:
                 continue
-        return self.of_type(kind)[count - 1]
+
+    def answered_since(self, at: float) -> bool:
+        """A response was created after `at` (on time.monotonic's clock), and every response
+        created is done: the answer to what was said by then has been given."""
+        created = [e["response"]["id"] for t, e in self.events if e["type"] == "response.created"]
+        later = any(t > at for t, e in self.events if e["type"] == "response.created")
+        done = {e["response"]["id"] for e in self.of_type("response.done")}
+        return later and set(created) <= done
 
     def event_time(self, kind: str, count: int = 1) -> float:
         times = [at for at, event in self.events if event["type"] == kind]

@@ -9,12 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from app.audio.resample import Resampler
-from app.config import TtsSettings
-from app.engines.tts import KokoroTTS
 from clients import AgentClient
 from tests.support.server import ServerProcess
-from tests.support.speech import transcribe
+from tests.support.speech import kokoro_caller, transcribe
 
 pytestmark = pytest.mark.e2e
 
@@ -31,25 +28,12 @@ QUESTIONS = [
     ("How many legs does a spider have?", ("eight", "8")),
     ("What is frozen water called?", ("ice",)),
 ]
-# Not the agent's own voice (jf_nezumi), so the test does not hear itself in its question.
-CALLER_VOICE = "jm_kumo"
 
 
 @pytest.fixture(scope="module")
 async def spoken() -> dict[str, np.ndarray]:
     """Each question as Kokoro says it, 48 kHz int16 as a microphone sends it."""
-    tts = KokoroTTS(TtsSettings(voice=CALLER_VOICE))
-    out = {}
-    try:
-        for question, _ in QUESTIONS:
-            speech = await tts.synthesize(question, voice=CALLER_VOICE)
-            samples = (np.clip(speech.samples, -1, 1) * 32767).astype(np.int16)
-            resampler = Resampler(48_000)
-            pcm = resampler.pcm(samples, speech.rate) + resampler.flush()
-            out[question] = np.frombuffer(pcm, np.int16)
-    finally:
-        tts.close()
-    return out
+    return await kokoro_caller([question for question, _ in QUESTIONS])
 
 
 async def test_spoken_questions_get_right_answers(

@@ -9,11 +9,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -104,6 +107,23 @@ async def until_in_use(
                 return pool
             await asyncio.sleep(0.1)
     raise AssertionError(f"never {count} slots {state or 'in use'} at {url}: {pool}")
+
+
+class PoolFull(Exception):
+    """The server answered that every slot is in use."""
+
+
+async def once_admitted(attempt: Callable[[], Awaitable[T]], *, timeout_s: float = 10) -> T:
+    """`attempt()`, again while it raises PoolFull: the slot a caller has just left drains
+    a moment before it is free, as a client retrying after Retry-After finds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await attempt()
+        except PoolFull:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
 
 
 async def server_stats(url: str) -> dict:

@@ -24,6 +24,30 @@ from clients import RATE, load_wav
 QUESTION = "Please turn on the lights in the kitchen."
 
 
+# A Kokoro voice that is not the agent's own (jf_nezumi), so a test does not hear itself
+# in its caller: Whisper tiny.en hears Kokoro's questions where espeak-ng's fail.
+CALLER_VOICE = "jm_kumo"
+
+
+async def kokoro_caller(texts: list[str]) -> dict[str, np.ndarray]:
+    """Each text as Kokoro says it in CALLER_VOICE: 48 kHz int16, as a microphone sends it."""
+    from app.config import TtsSettings
+    from app.engines.tts import KokoroTTS
+
+    tts = KokoroTTS(TtsSettings(voice=CALLER_VOICE))
+    out = {}
+    try:
+        for text in texts:
+            speech = await tts.synthesize(text, voice=CALLER_VOICE)
+            samples = (np.clip(speech.samples, -1, 1) * 32767).astype(np.int16)
+            resampler = Resampler(RATE)
+            pcm = resampler.pcm(samples, speech.rate) + resampler.flush()
+            out[text] = np.frombuffer(pcm, np.int16)
+    finally:
+        tts.close()
+    return out
+
+
 def have_espeak() -> bool:
     return shutil.which("espeak-ng") is not None
 
