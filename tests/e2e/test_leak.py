@@ -1,5 +1,5 @@
-"""100 sessions, two callers at a time one after another: nothing may pile up in the
-server."""
+"""100 sessions, four callers at a time (one per slot) one after another: nothing may
+pile up in the server."""
 
 from __future__ import annotations
 
@@ -10,24 +10,44 @@ from pathlib import Path
 
 import pytest
 
-from clients import AgentClient, load_wav
-from tests.support.server import GAUGES, ServerProcess, gauges_after, server_stats, until_in_use
+from clients import AgentClient, Refused, load_wav
+from tests.support.server import (
+    GAUGES,
+    PoolFull,
+    ServerProcess,
+    gauges_after,
+    once_admitted,
+    server_stats,
+    until_in_use,
+)
 from tests.support.speech import have_espeak, speak_to_wav
 
 pytestmark = pytest.mark.e2e
 
 SESSIONS = 100
-CALLERS = 2  # at once, each making its share one after another: half the time
+CALLERS = 4  # at once, each making its share one after another: a quarter of the time
 # Allowed RSS growth over the 100 sessions: allocator high-water marks move a
 # little (Opus/SRTP contexts, pymalloc arenas); a real leak of per-session state
 # (resamplers, tracks, peers: ~2 MB each) would blow well past it.
 RSS_BOUND_MB = 40.0
 
 
-async def one_session(url: str, utterance: object) -> None:
+async def connected(url: str) -> AgentClient:
+    """A call (PoolFull: every slot is in use)."""
     client = AgentClient(url)
     try:
         await client.connect()
+    except Refused as refused:
+        await client.close()
+        if refused.status == 503:
+            raise PoolFull from refused
+        raise
+    return client
+
+
+async def one_session(url: str, utterance: object) -> None:
+    client = await once_admitted(lambda: connected(url))
+    try:
         client.mic.say(utterance)  # type: ignore[arg-type]
         done = await client.wait_for("response.done", timeout_s=20)
         assert done["response"]["status"] == "completed"

@@ -1,5 +1,5 @@
-"""Soak: 1000 echo sessions and 200 with the real engines, one after another, over the
-Realtime WebSocket: nothing may pile up in the server (slots, tasks, threads, file
+"""Soak: 1000 echo sessions and 200 with the real engines, several at once, over
+the Realtime WebSocket: nothing may pile up in the server (slots, tasks, threads, file
 descriptors), and its memory may grow by 50 MB at most. WebRTC sessions get the same
 check in test_leak.py."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -17,7 +18,15 @@ import pytest
 import websockets
 
 from clients import load_wav
-from tests.support.server import GAUGES, ServerProcess, gauges_after, server_stats, until_in_use
+from tests.support.server import (
+    GAUGES,
+    PoolFull,
+    ServerProcess,
+    gauges_after,
+    once_admitted,
+    server_stats,
+    until_in_use,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -33,11 +42,19 @@ async def until_response_done(ws: Any) -> dict[str, Any]:
             return dict(event["response"])
 
 
+async def opened(ws: Any) -> None:
+    """The session began (PoolFull: every slot is in use)."""
+    first = json.loads(await ws.recv())
+    if first["type"] == "error" and first["error"]["code"] == "session_limit_reached":
+        raise PoolFull
+    assert first["type"] == "session.created", first
+
+
 async def echo_session(url: str, speech: str, *, turn: bool) -> None:
     """A short session that says a word (base64 PCM at 24 kHz); every tenth has the echo
     answer it as a turn."""
     async with websockets.connect(url, max_size=None) as ws:
-        assert json.loads(await ws.recv())["type"] == "session.created"
+        await opened(ws)
         await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": speech}))
         if turn:
             await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
@@ -47,7 +64,7 @@ async def echo_session(url: str, speech: str, *, turn: bool) -> None:
 async def agent_session(url: str) -> None:
     """A written answer from the real LLM: the engines' path, without minutes of audio."""
     async with websockets.connect(url, max_size=None) as ws:
-        assert json.loads(await ws.recv())["type"] == "session.created"
+        await opened(ws)
         update = {"output_modalities": ["text"], "max_output_tokens": 4}
         await ws.send(json.dumps({"type": "session.update", "session": update}))
         await ws.send(json.dumps({"type": "conversation.item.create", "item": QUESTION}))
@@ -55,14 +72,19 @@ async def agent_session(url: str) -> None:
         assert (await until_response_done(ws))["status"] == "completed"
 
 
-async def soak(server: ServerProcess, sessions: int, run: Any) -> None:
+async def soak(server: ServerProcess, sessions: int, run: Any, *, at_once: int) -> None:
+    """`sessions` of `run`, by `at_once` callers each making its share one after another."""
     url = server.url.replace("http://", "ws://") + "/v1/realtime"
     for i in range(3):  # warm up what is made lazily (codecs, executors)
         await run(url, i)
     await until_in_use(server.url, 0)
     before = await server_stats(server.url)
-    for i in range(sessions):
-        await run(url, i)
+
+    async def caller(first: int) -> None:
+        for i in range(first, sessions, at_once):
+            await once_admitted(functools.partial(run, url, i))
+
+    await asyncio.gather(*(caller(first) for first in range(at_once)))
     pool = await until_in_use(server.url, 0, timeout_s=30)
     assert {slot["state"] for slot in pool["slots"]} == {"idle"}
     after = await gauges_after(server.url, before)
@@ -78,10 +100,12 @@ async def test_a_thousand_echo_sessions_leave_nothing_behind(
 ) -> None:
     # Real speech: the voice detector rightly hears no turn in a tone.
     word = base64.b64encode(load_wav(str(speech("Yes.")), rate=24_000).tobytes()).decode()
-    await soak(echo_server, 1000, lambda url, i: echo_session(url, word, turn=i % 10 == 0))
+    await soak(
+        echo_server, 1000, lambda url, i: echo_session(url, word, turn=i % 10 == 0), at_once=4
+    )
 
 
 async def test_two_hundred_sessions_with_the_real_engines_leave_nothing_behind(
     agent_server: ServerProcess,
 ) -> None:
-    await soak(agent_server, 200, lambda url, i: agent_session(url))
+    await soak(agent_server, 200, lambda url, i: agent_session(url), at_once=2)
