@@ -9,7 +9,6 @@ import asyncio
 import base64
 import functools
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,15 +17,7 @@ import pytest
 import websockets
 
 from clients import load_wav
-from tests.support.server import (
-    GAUGES,
-    PoolFull,
-    ServerProcess,
-    gauges_after,
-    once_admitted,
-    server_stats,
-    until_in_use,
-)
+from tests.support.server import PoolFull, ServerProcess, leaves_nothing_behind
 
 pytestmark = pytest.mark.e2e
 
@@ -73,26 +64,11 @@ async def agent_session(url: str) -> None:
 
 
 async def soak(server: ServerProcess, sessions: int, run: Any, *, at_once: int) -> None:
-    """`sessions` of `run`, by `at_once` callers each making its share one after another."""
     url = server.url.replace("http://", "ws://") + "/v1/realtime"
-    for i in range(3):  # warm up what is made lazily (codecs, executors)
-        await run(url, i)
-    await until_in_use(server.url, 0)
-    before = await server_stats(server.url)
-
-    async def caller(first: int) -> None:
-        for i in range(first, sessions, at_once):
-            await once_admitted(functools.partial(run, url, i))
-
-    await asyncio.gather(*(caller(first) for first in range(at_once)))
-    pool = await until_in_use(server.url, 0, timeout_s=30)
-    assert {slot["state"] for slot in pool["slots"]} == {"idle"}
-    after = await gauges_after(server.url, before)
-    logging.getLogger(__name__).info("before %s, after %d sessions %s", before, sessions, after)
-    assert after["calls"] == 0
-    for gauge in GAUGES:
-        assert after[gauge] <= before[gauge], (gauge, before, after)
-    assert after["rss_mb"] - before["rss_mb"] <= RSS_BOUND_MB, (before, after)
+    await leaves_nothing_behind(
+        server.url, functools.partial(run, url), sessions=sessions, at_once=at_once,
+        rss_bound_mb=RSS_BOUND_MB,
+    )  # fmt: skip
 
 
 async def test_a_thousand_echo_sessions_leave_nothing_behind(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
 import signal
 import socket
@@ -124,6 +126,42 @@ async def once_admitted(attempt: Callable[[], Awaitable[T]], *, timeout_s: float
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.05)
+
+
+async def leaves_nothing_behind(
+    url: str,
+    run: Callable[[int], Awaitable[None]],
+    *,
+    sessions: int,
+    at_once: int,
+    rss_bound_mb: float,
+) -> None:
+    """`run(i)` for `sessions` sessions, by `at_once` callers each making its share one
+    after another: nothing may pile up in the server at `url` (slots, tasks, threads, file
+    descriptors), and its memory may grow by `rss_bound_mb` at most. `run` raises PoolFull
+    where every slot is in use; the caller tries again."""
+
+    async def callers(count: int) -> None:
+        async def caller(first: int) -> None:
+            for i in range(first, count, at_once):
+                await once_admitted(functools.partial(run, i))
+
+        await asyncio.gather(*(caller(first) for first in range(at_once)))
+
+    # Warm up what is made lazily (codecs, executors), as many at once as after: a thread
+    # pool grows to what the calls at once ask of it, and that is no leak.
+    await callers(max(3, 2 * at_once))
+    await until_in_use(url, 0)
+    before = await server_stats(url)
+    await callers(sessions)
+    pool = await until_in_use(url, 0, timeout_s=30)
+    assert {slot["state"] for slot in pool["slots"]} == {"idle"}
+    after = await gauges_after(url, before)
+    logging.getLogger(__name__).info("before %s, after %d sessions %s", before, sessions, after)
+    assert after["calls"] == 0
+    for gauge in GAUGES:
+        assert after[gauge] <= before[gauge], (gauge, before, after)
+    assert after["rss_mb"] - before["rss_mb"] <= rss_bound_mb, (before, after)
 
 
 async def server_stats(url: str) -> dict:
