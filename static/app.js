@@ -41,6 +41,7 @@ function showFloor(now = performance.now()) {
 }
 
 function setState(state) {
+  if (ui.state.dataset.state === state) return; // asked every 20 ms: only a change is news
   ui.state.dataset.state = state;
   ui.state.textContent = STATE_LABELS[state] || state;
 }
