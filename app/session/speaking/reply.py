@@ -4,9 +4,11 @@ A reply ends exactly once: its audio finished playing (completed), something
 failed (failed), or it was interrupted (cancelled) by the user talking over it
 or by the client. Interrupting clears the audio within one frame, cancels the
 task producing the reply (which closes the LLM stream and drops pending TTS),
-and keeps in history only the words that went out before the cut. While an
+and keeps in history only the words that went out before the cut. A reply is made
+before its turn is transcribed and opened after: interrupted before that, it lets the
+transcription finish (the user's words are kept) and is never announced. While an
 interruption is being judged (listening/interruption.py) the reply may be paused, then
-resumed or interrupted.
+resumed or interrupted; however it ends, it lets go of a playout it paused.
 """
 
 from __future__ import annotations
