@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from app.session.jobs import Job
+from app.session.jobs import Job, UserTurn
 from app.session.speaking.reply import Reply
 from app.tasks import cancel_task, spawn
 
@@ -40,6 +40,17 @@ class JobQueue:
         """The reply the user may be hearing now."""
         reply = self.current.reply if self.current is not None else None
         return reply if reply is not None and reply.live else None
+
+    @property
+    def spoken_over(self) -> Reply | None:
+        """The reply the user's speech may interrupt: the one they may be hearing, or one
+        not heard yet (its turn still being transcribed, or its first audio still being
+        made), which their words may yet take over. Not one begun in a pause of the turn
+        still being spoken, which is the speculation's to drop."""
+        job = self.current
+        if job is None or (isinstance(job, UserTurn) and not job.ended):
+            return None
+        return job.reply if job.reply is not None and not job.reply.done else None
 
     @property
     def busy(self) -> bool:

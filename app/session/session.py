@@ -224,7 +224,7 @@ class Session:
         if self.options.vad is None:
             self._manual.push(heard)
             return
-        self._turns.push(heard, judged, interruptible=self._reply_spoken_over is not None)
+        self._turns.push(heard, judged, interruptible=self._jobs.spoken_over is not None)
 
     def press(self, key: str) -> None:
         """A keypad press (DTMF) from a phone; ValueError for what is not a key."""
@@ -291,7 +291,7 @@ class Session:
         self.touch()
         self._idle.cancel()
         self._emit(msg.SpeechStarted(self._item_id, event.audio_start_ms))
-        if self._vad.interrupt_response and (reply := self._reply_spoken_over) is not None:
+        if self._vad.interrupt_response and (reply := self._jobs.spoken_over) is not None:
             self._interruptions.started(reply, self._vad)
 
     def _speech_ended(self, event: UtteranceEnded) -> None:
@@ -306,7 +306,7 @@ class Session:
         self._speech_ends[item_id] = time.perf_counter() - event.silence_ms / 1000
         if self._interruptions.judging:
             self._interruptions.ended(event.audio, item_id)
-        elif (reply := self._reply_spoken_over) is not None and self._vad.interrupt_response:
+        elif (reply := self._jobs.spoken_over) is not None and self._vad.interrupt_response:
             self._interruptions.ended_over(reply, event.audio, item_id)
         else:
             self._committed(event.audio, item_id)
@@ -357,25 +357,13 @@ class Session:
             self.reply.interrupt("turn_detected")
         self._enqueue(ReplyRequest(self.id, None))
 
-    @property
-    def _reply_spoken_over(self) -> Reply | None:
-        """The reply the user's speech may interrupt: the one they may be hearing, or one
-        not heard yet (its turn still being transcribed, or its first audio still being
-        made), which their words may yet take over. Not one begun in a pause of this very
-        turn, which is the speculation's to drop."""
-        job = self._jobs.current
-        if job is None or (isinstance(job, UserTurn) and not job.ended):
-            return None
-        reply = job.reply
-        return reply if reply is not None and not reply.done else None
-
     def _talked_over(self, spoken_ms: int) -> None:
-        if (reply := self._reply_spoken_over) is not None:
+        if (reply := self._jobs.spoken_over) is not None:
             self._interruptions.talked_over(reply, self._vad, spoken_ms)
 
     def _quiet(self) -> None:
         """A pause within the user's utterance: maybe time to judge it."""
-        reply = self._reply_spoken_over
+        reply = self._jobs.spoken_over
         if not self._vad.interrupt_response or self._turns.echo_only:
             reply = None  # the end of the utterance drops it, or keeps it for later
         self._interruptions.quiet(reply, self._vad)
