@@ -28,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from app.logs import configure_logging
     from app.main import create_app
+    from app.serving import protocols
 
     configure_logging(settings.server.log_level)
     # Bound before anything loads: a port in use is one line, not a traceback after the
@@ -55,8 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings.server.host,
         )
     app = create_app(settings)
+    http, ws = protocols(settings.limits)
     config = uvicorn.Config(
         app,
+        http=http,
+        ws=ws,
+        h11_max_incomplete_event_size=settings.limits.request_head_bytes,
+        timeout_keep_alive=settings.limits.keep_alive_s,
         host=settings.server.host,
         port=settings.server.port,
         log_config=None,

@@ -103,7 +103,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(signalling.router)
     app.include_router(realtime_calls.router)
     app.include_router(realtime_ws.router)
-    app.include_router(live.router)
+    # The openai SDK reaches Live at its base URL + /live/sessions: /v1/live/sessions with
+    # the base URL Realtime needs. The bare paths stay for clients written before.
+    app.include_router(live.router, prefix="/v1")
+    app.include_router(live.router, include_in_schema=False)
     app.include_router(client_secrets.router)
     app.include_router(health.router)
     app.include_router(twilio.router)

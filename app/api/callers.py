@@ -24,7 +24,11 @@ class ClientAddresses:
         peer = connection.client.host if connection.client else ""
         if not self.is_proxy(peer):
             return peer
-        hops = [hop.strip() for hop in connection.headers.get("x-forwarded-for", "").split(",")]
+        # Every X-Forwarded-For line, in order: a proxy (HAProxy's option forwardfor) adds
+        # a line of its own after whatever the client wrote, so the first line is the
+        # client's to forge, and only the hops nearest us are the proxies' word.
+        forwarded = ",".join(connection.headers.getlist("x-forwarded-for"))
+        hops = [hop.strip() for hop in forwarded.split(",")]
         return next((hop for hop in reversed(hops) if hop and not self.is_proxy(hop)), peer)
 
     def is_proxy(self, address: str) -> bool:

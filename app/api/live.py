@@ -1,4 +1,6 @@
-"""OpenAI's Live API, as the openai SDK's `client.live` calls it.
+"""OpenAI's Live API, as the openai SDK's `client.live` calls it: at /v1/live/sessions
+(its base URL ending in /v1, as for Realtime) and at /live/sessions (app/main.py mounts
+these routes under both).
 
 - POST /live/sessions `{session, transport: {type: "webrtc", sdp}}` answers a WebRTC
   offer: `{session: {id}, transport: {type: "webrtc", sdp}}`; the data channel then
@@ -41,6 +43,7 @@ from app.calls.manager import CallManager
 from app.calls.phone import transfer
 from app.errors import BadRequest
 from app.events.channel import as_json, decode
+from app.ids import shown
 from app.live import client_events as cmd
 from app.live import server_events as events
 from app.live.dialect import LiveDialect
@@ -89,7 +92,7 @@ async def create(request: Request, calls: Calls) -> JSONResponse:
 async def hang_up(session_id: str, request: Request, calls: Calls) -> Response:
     if not await calls.hang_up(session_id, caller_of(request)):
         return JSONResponse(
-            error_body("invalid_request_error", f"no session {session_id!r}"), status_code=404
+            error_body("invalid_request_error", f"no session {shown(session_id)}"), status_code=404
         )
     return Response(status_code=200)
 
@@ -173,11 +176,11 @@ async def recording(session_id: str, calls: Calls) -> FileResponse | JSONRespons
     if path is None:
         refused = store.refusal(session_id)
         if refused is not None:
-            why = f"the recording of session {session_id!r} was not kept: {refused}"
+            why = f"the recording of session {shown(session_id)} was not kept: {refused}"
         elif store.on:
-            why = f"no recording of session {session_id[:80]!r}"
+            why = f"no recording of session {shown(session_id)}"
         else:
-            why = f"this server keeps no recordings: session {session_id[:80]!r}"
+            why = f"this server keeps no recordings: session {shown(session_id)}"
         return JSONResponse(error_body("invalid_request_error", why), status_code=404)
     return FileResponse(path, media_type="audio/wav", filename=f"{session_id}.wav")
 

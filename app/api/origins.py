@@ -11,6 +11,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api.errors import send_error
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+# The schemes a page of this server's own is served over (https: behind a proxy that ends
+# TLS). Any other scheme with this host, evil://host:port, is not this server's page.
+OWN_SCHEMES = ("http", "https")
 
 
 def origin_allowed(connection: HTTPConnection, allowed: list[str]) -> bool:
@@ -19,7 +22,9 @@ def origin_allowed(connection: HTTPConnection, allowed: list[str]) -> bool:
     origin = connection.headers.get("origin")
     if origin is None or "*" in allowed or origin in allowed:
         return True
-    return origin.split("://", 1)[-1] == connection.headers.get("host", "")
+    scheme, sep, host = origin.partition("://")
+    own_host = connection.headers.get("host", "")
+    return bool(sep and host) and scheme.lower() in OWN_SCHEMES and host == own_host
 
 
 class OriginGuard:

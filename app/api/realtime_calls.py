@@ -21,6 +21,7 @@ from app.api.signalling import secret_changes
 from app.calls.call import CallConfig
 from app.calls.webrtc import open_webrtc
 from app.errors import SignallingError
+from app.ids import shown
 from app.realtime.session_config import SessionConfig, to_changes
 from app.rtc.sdp import MAX_SDP_BYTES
 
@@ -58,7 +59,7 @@ async def delete_call(call_id: str, request: Request, calls: Calls) -> Response:
 async def _end(call_id: str, request: Request, calls: Calls) -> Response:
     if not await calls.hang_up(call_id, caller_of(request)):
         return JSONResponse(
-            error_body("invalid_request_error", f"no call {call_id!r}"), status_code=404
+            error_body("invalid_request_error", f"no call {shown(call_id)}"), status_code=404
         )
     return Response(status_code=200)
 

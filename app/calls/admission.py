@@ -52,6 +52,12 @@ def is_loopback(client: str) -> bool:
         return False
 
 
+def address_share(limits: LimitsSettings, slots: int) -> int:
+    """Slots one client address may hold at once (limits.address_slots); 0: no limit."""
+    share = limits.address_slots
+    return 0 if share >= 1 else math.ceil(share * slots)
+
+
 def client_key(address: str) -> str:
     """What a client is counted as: its IPv4 address, or its IPv6 /64."""
     try:
@@ -97,3 +103,10 @@ class RateLimit:
         self._buckets[client] = (tokens - 1, now)
         while len(self._buckets) > MAX_ADDRESSES:
             self._buckets.popitem(last=False)
+
+    def refund(self, client: str) -> None:
+        """Give back one taken from `client`, for a call about to be counted again: a SIP
+        call is counted when its INVITE comes, and claims its slot at the ACK."""
+        if client in self._buckets:
+            tokens, then = self._buckets[client]
+            self._buckets[client] = (min(self._burst, tokens + 1), then)

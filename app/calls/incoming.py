@@ -23,7 +23,7 @@ import httpx
 
 from app.config import SipSettings
 from app.errors import CallRejected, Conflict, NotFound
-from app.ids import new_id
+from app.ids import new_id, shown
 from app.live.session_config import SessionConfig
 
 log = logging.getLogger(__name__)
@@ -102,12 +102,12 @@ class IncomingCalls:
         already decided or no longer ringing."""
         decided = self._pending.get(session_id)
         if decided is not None and decided.done():
-            raise Conflict(f"incoming call {session_id!r} is already decided")
+            raise Conflict(f"incoming call {shown(session_id)} is already decided")
         if decided is None:
             outcome = self._decided.get(session_id)
             if outcome is not None:
-                raise Conflict(f"incoming call {session_id!r} is no longer ringing: {outcome}")
-            raise NotFound(f"no incoming call {session_id!r} is waiting")
+                raise Conflict(f"incoming call {shown(session_id)} is no longer ringing: {outcome}")
+            raise NotFound(f"no incoming call {shown(session_id)} is waiting")
         decided.set_result(decision)
 
     async def close(self) -> None:

@@ -38,7 +38,7 @@ def live_dialect(
     name, rate = audio_format(config)
     limits = calls.settings.limits
     recordings = calls.recordings
-    record_s = recordings.max_s if config.store and recordings.on else None
+    record = recordings.open if config.store and recordings.on else None
     expires_at = expiry(calls.settings.pool.max_session_s)
 
     def make(channel: EventChannel, session_id: str) -> EventDialect:
@@ -52,7 +52,7 @@ def live_dialect(
             stop=lambda: calls.stop(session_id, "close_requested"),
             started_by=started_by,
             delegation=config.delegation,
-            record_s=record_s,
+            record=record,
             max_append_s=limits.append_audio_s,
         )
 

@@ -17,19 +17,18 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import math
 from collections.abc import Callable
 
 from app.agent.responders import Responder
 from app.audio.echo import EchoReference, Played
-from app.calls.admission import Caller, RateLimit, is_loopback
+from app.calls.admission import Caller, RateLimit, address_share, is_loopback
 from app.calls.call import ENDINGS, Audience, Call, CallConfig, refused_as_signalling
 from app.calls.incoming import IncomingCalls
 from app.calls.pool import Slot, SlotPool
 from app.calls.recordings import RecordingStore
 from app.calls.seats import SidebandSeats
 from app.errors import NotFound, NotReady, VoiceAgentError
-from app.ids import new_id
+from app.ids import new_id, shown
 from app.rtc.peer import RtcPeer
 from app.runtime import Runtime
 from app.session.messages import SessionMessage
@@ -49,9 +48,8 @@ class CallManager:
         self.pool = SlotPool(pool.max_sessions, pool.retry_after_s, pool.quarantine_s)
         runtime.metrics.count_slots(self.pool)
         self.call_rate = RateLimit.of_calls(settings.limits)
-        share = settings.limits.address_slots
         # Slots one unvouched client address may hold at once (0: no limit).
-        self._client_slots = 0 if share >= 1 else math.ceil(share * pool.max_sessions)
+        self._client_slots = address_share(settings.limits, pool.max_sessions)
         self.accepting = True
         self._calls: dict[str, Call] = {}
         self._audiences: dict[str, Audience] = {}  # made with a session, until it starts
@@ -202,7 +200,7 @@ class CallManager:
             or not isinstance(call.transport, RtcPeer)
             or not call.controllable_by(caller)
         ):
-            raise NotFound(f"no {via} call {call_id!r}")
+            raise NotFound(f"no {via} call {shown(call_id)}")
         return call.transport
 
     def usage_report(self) -> dict[str, object]:
@@ -266,8 +264,7 @@ class CallManager:
         self.runtime.usage.ended(call.usage(ended=True))
         recording = call.session.recording
         if recording is not None:
-            wav = await asyncio.to_thread(recording.wav)
-            await self.recordings.keep(session_id, wav)
+            await self.recordings.keep(session_id, recording)
         # Every ending is told (a sideband hears that the caller hung up); the client is
         # waited for only where it is still there to hear it.
         message = ENDINGS.get(reason, "")

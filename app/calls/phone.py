@@ -4,15 +4,26 @@ can be assumed on a phone line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.websockets import WebSocket
 
-from app.calls.admission import ANYONE, Caller
-from app.calls.call import Call, configure
+from app.calls.admission import ANYONE, Caller, address_share
+from app.calls.call import Call, CallConfig, DialectMaker, configure
 from app.calls.live import changes_of, live_dialect
 from app.calls.manager import CallManager
 from app.calls.webrtc import realtime_over_webrtc
-from app.errors import BadRequest, Forbidden, NotFound
+from app.errors import (
+    AddressLimitReached,
+    BadRequest,
+    Forbidden,
+    NotFound,
+    NotReady,
+    SessionLimitReached,
+    VoiceAgentError,
+)
 from app.events.channel import NoChannel
+from app.ids import shown
 from app.live.dialect import LiveDialect
 from app.telephony.mediastream.playout import MarkedPlayout
 from app.telephony.mediastream.twilio import MAX_MESSAGE_BYTES, RATE, TwilioDialect
@@ -58,31 +69,76 @@ class SipCalls:
 
     def __init__(self, calls: CallManager) -> None:
         self._calls = calls
+        settings = calls.settings
+        self._share = address_share(settings.limits, settings.pool.max_sessions)
 
-    async def open_sip(
-        self,
-        offer: AudioOffer,
-        host: str,
-        caller: Caller = ANYONE,
-        invite: Invite | None = None,
+    async def answer_sip(
+        self, offer: AudioOffer, caller: Caller, invite: Invite, holding: int = 0
     ) -> SipLeg:
-        """A SIP call answered on a fresh slot: RTP on `host`, the leg's port for the answer.
+        """A leg for a call that may be answered, holding nothing yet: `caller` is within
+        its address's rate (this call counted) and share (`holding`: its SIP calls,
+        ringing, answered or up), and a slot is free. With a webhook set, the call rings
+        until the application accepts it (a Live session, with its config) or rejects it
+        (CallRejected); the rate and share are checked before it rings.
 
-        It has no event channel of its own; a sideband controller hears its events. With
-        a webhook set, the call rings until the application accepts it (a Live session,
-        with its config) or rejects it (CallRejected).
+        The leg's slot and session are claimed at the ACK (`leg.claim`): a forged
+        source, which never ACKs, holds none. The call has no event channel of its own;
+        a sideband controller hears its events.
         """
         calls = self._calls
-        session_id, make, changes = None, realtime_over_webrtc(calls.runtime.model), []
+        session_id = calls.new_session_id()
+        self._admit(caller, holding)
+        make: DialectMaker = realtime_over_webrtc(calls.runtime.model)
+        changes: list[CallConfig] = []
         if calls.incoming.offered:
-            session_id = calls.new_session_id()
-            if invite is not None:
-                invite.ringing()
-            config = await calls.incoming.offer(session_id, invite.headers if invite else [])
+            invite.ringing()
+            config = await calls.incoming.offer(session_id, invite.headers)
             make = live_dialect(calls, config, websocket=False)
             changes = [changes_of(calls, config)]
-        responder, session_id, slot = calls.claim("sip", caller, session_id)
+            self._refused_unless(self._free_slot)  # rang a while: busy, not answered then hung up
         leg = SipLeg(session_id, offer)
+        leg.claim = lambda: self._start(leg, caller, make, changes)
+        return leg
+
+    def _admit(self, caller: Caller, holding: int) -> None:
+        calls = self._calls
+
+        def admitted() -> None:
+            if not calls.accepting:
+                raise NotReady("server is shutting down")
+            calls.runtime.answering()
+            if calls.limits_apply(caller):
+                assert caller.address is not None
+                calls.call_rate.take(caller.address)
+                if self._share and holding >= self._share:
+                    retry_after_s = calls.pool.retry_after_s
+                    raise AddressLimitReached(caller.address, self._share, retry_after_s)
+            self._free_slot()
+
+        self._refused_unless(admitted)
+
+    def _free_slot(self) -> None:
+        pool = self._calls.pool
+        if not pool.has_free:
+            raise SessionLimitReached(pool.size, pool.retry_after_s)
+
+    def _refused_unless(self, check: Callable[[], None]) -> None:
+        try:
+            check()
+        except VoiceAgentError as exc:
+            self._calls.runtime.metrics.refused("sip", exc.outcome or exc.type)
+            raise
+
+    def _start(
+        self, leg: SipLeg, caller: Caller, make: DialectMaker, changes: list[CallConfig]
+    ) -> None:
+        """The caller ACKed: the call's slot (its address's share checked again, now
+        with every way in counted), its session, and its start."""
+        calls = self._calls
+        if calls.limits_apply(caller):
+            assert caller.address is not None
+            calls.call_rate.refund(caller.address)  # counted when it came: once is enough
+        responder, session_id, slot = calls.claim("sip", caller, leg.session_id)
         try:
             dialect = make(NoChannel(), session_id)
             if isinstance(dialect, LiveDialect):
@@ -98,13 +154,11 @@ class SipCalls:
             )
             dialect.attach(session)
             configure(session, changes)
-            await leg.open(host, session.push_audio, session.press)
+            leg.attach(session.push_audio, session.press)
         except BaseException:
-            await leg.close()
             calls.abandon(slot)
             raise
         calls.start(Call(slot, leg, dialect, session))
-        return leg
 
     async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool:
         """End a call: we hung up, or (`caller_left`) the caller did, with a BYE."""
@@ -130,5 +184,5 @@ async def transfer(calls: CallManager, session_id: str, target: str) -> None:
     call = calls.find(session_id)
     leg = call.transport if call is not None else None
     if not isinstance(leg, SipLeg) or leg.transfer is None:
-        raise NotFound(f"no SIP call {session_id!r} to transfer")
+        raise NotFound(f"no SIP call {shown(session_id)} to transfer")
     await leg.transfer(target)

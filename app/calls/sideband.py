@@ -16,6 +16,7 @@ from app.calls.admission import Caller
 from app.calls.call import Call, EventDialect
 from app.calls.manager import CallManager
 from app.errors import NotFound
+from app.ids import shown
 from app.ws.transport import WsTransport
 
 # Makes the dialect a controller speaks, as a guest of a call that speaks another.
@@ -39,7 +40,7 @@ async def control(
     """
     call = calls.find(call_id)
     if call is None or call.audience is None:
-        raise NotFound(f"no call {call_id!r} to control")
+        raise NotFound(f"no call {shown(call_id)} to control")
     address = caller.address if calls.limits_apply(caller) else None
     with calls.sidebands.seat(call_id, address):
         await _control(calls, call, websocket, speaking, guest)

@@ -24,7 +24,8 @@ class SipSettings(BaseModel):
     allow: CsvList = Field(
         default_factory=list,
         description="Source networks that may call (comma separated CIDRs, e.g. "
-        "10.0.0.0/8,203.0.113.7/32); others get 403. Empty: any.",
+        "10.0.0.0/8,203.0.113.7/32); what others send is dropped unread and unanswered. "
+        "Empty: any.",
     )
     username: str = Field("", description="Digest authentication: callers must send this user.")
     password: str = Field("", description="Digest authentication password. Empty: none asked.")
@@ -43,9 +44,10 @@ class SipSettings(BaseModel):
     transfer_targets: CsvList = Field(
         default_factory=list,
         description="Where a call may be transferred (POST /live/sessions/{id}/refer), as "
-        "comma separated sip:, sips: or tel: patterns; * stands for a user part, host, port "
-        "or digits (sip:*@pbx.example.com,tel:+1415555*). Empty: transfers are refused, so "
-        "no client can send a call to a number that costs the operator money.",
+        "comma separated sip:, sips: or tel: patterns; * stands for a user part, host or "
+        "port in sip:, for digits only in tel: (sip:*@pbx.example.com,tel:+1415555*). Empty: "
+        "transfers are refused, so no client can send a call to a number that costs the "
+        "operator money.",
     )
     accept_timeout_s: float = Field(
         10.0, gt=0, le=120, description="A call offered to the webhook and not accepted by "

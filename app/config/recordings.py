@@ -16,21 +16,22 @@ class RecordingSettings(BaseModel):
     dir: str = Field(
         "",
         description="Where recordings are kept while they are; empty: a folder in the "
-        "system's temporary directory. Stopped on purpose, the server deletes them; after a "
-        "crash, the next start serves those still within their retention and deletes the "
-        "rest.",
+        "system's temporary directory. Only this user may enter it (0700) or read them "
+        "(0600); a folder that is a link or another user's does not start. Stopped on "
+        "purpose, the server deletes them; after a crash, the next start serves those still "
+        "within their retention and deletes the rest.",
     )
     max_bytes: int = Field(
         1024**3,
         ge=1024**2,
-        description="The most disk all kept recordings may take together (1 GiB: about 4 "
-        "hours of calls); a call that would pass it is not recorded, which its download "
-        "(404) and the log say.",
+        description="The most disk all recordings may take together, kept and being "
+        "written (1 GiB: about 4 hours of calls); a call that would pass it is not recorded, "
+        "which its download (404) and the log say.",
     )
     max_s: float = Field(
         900.0,
         gt=0,
         le=7200,
         description="The most of one call a recording holds (16 kHz stereo: 64 KB a "
-        "second in memory while the call lasts).",
+        "second, written to disk as the call goes).",
     )

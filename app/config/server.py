@@ -174,6 +174,52 @@ class LimitsSettings(BaseModel):
         "names (the last address in it that is not a proxy). Empty: the direct peer's "
         "address, and X-Forwarded-For is ignored, since any client can write it.",
     )
+    connections: int = Field(
+        2048,
+        ge=16,
+        description="The most TCP connections (HTTP and WebSocket) the server holds open at "
+        "once; one more is answered 503 and closed. Keep it well under the process's file "
+        "limit (ulimit -n): WebRTC's UDP sockets need descriptors too.",
+    )
+    address_connections: int = Field(
+        128,
+        ge=4,
+        description="The most TCP connections one client address (an IPv6 /64) may hold open "
+        "at once, loopback included (a trusted proxy is held only to connections); one "
+        "more is answered 503 and closed.",
+    )
+    request_s: float = Field(
+        10.0,
+        gt=0,
+        description="A request must arrive whole, head and body, within this long of its "
+        "connection opening or the answer before it ending; beyond, 408 and the connection "
+        "is closed. An idle connection is closed as well (slowloris).",
+    )
+    keep_alive_s: int = Field(
+        5,
+        ge=1,
+        description="An idle keep-alive connection is closed after this long.",
+    )
+    request_head_bytes: int = Field(
+        16 * 1024,
+        ge=4 * 1024,
+        le=1024 * 1024,
+        description="The largest request line and headers together (400 and close beyond).",
+    )
+    ws_frames_per_s: float = Field(
+        200.0,
+        gt=0,
+        description="WebSocket frames one socket may send a second, on average, in bursts of "
+        "20 s worth (a client streaming 20 ms of audio a message sends 50). Pings and "
+        "continuation frames count. Beyond: close 1008.",
+    )
+    ws_json_per_s: float = Field(
+        2000.0,
+        gt=0,
+        description="JSON objects and arrays one WebSocket may send a second, counted as "
+        "'{' and '[' before parsing, in bursts of 10 s worth, which is also the most one "
+        "message may hold (close 1009 beyond). An audio append holds one. Beyond: close 1008.",
+    )
     call_burst: int = Field(
         20, ge=1, description="New calls one address may make at once before that rate applies."
     )

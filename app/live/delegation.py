@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import EngineError
-from app.ids import new_id
+from app.ids import new_id, shown
 from app.live import server_events as events
 from app.live.client_events import BadEvent
 from app.live.responses import ResponseStream
@@ -144,7 +144,7 @@ class Delegations:
         if delegation_id is not None:
             delegated = self._open.get(delegation_id)
             if delegated is None:
-                raise BadEvent(f"no open delegation {delegation_id[:64]!r}", "invalid_value",
+                raise BadEvent(f"no open delegation {shown(delegation_id)}", "invalid_value",
                                "delegation_id")  # fmt: skip
             if delegated.target != "client":
                 raise BadEvent(

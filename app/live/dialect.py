@@ -36,6 +36,7 @@ from app.live.session_config import (
 )
 from app.session import messages as msg
 from app.session import refusals
+from app.session.recording import Recording
 from app.session.session import Session
 from app.vocab.pcm import INBOUND_RATE
 
@@ -63,7 +64,7 @@ class LiveDialect:
         started_by: str | None = None,
         delegation: Delegation | None = None,
         began: float | None = None,
-        record_s: float | None = None,
+        record: Callable[[str], Recording] | None = None,
         max_append_s: float = 60.0,
     ) -> None:
         """`audio`: a WebSocket's formats in and out (None over WebRTC or SIP, whose audio
@@ -71,8 +72,9 @@ class LiveDialect:
         call, for session.close. `started_by`: the id of the session.start event that
         made it, if it had one. `delegation`: what the start config named (None: client,
         with no delegate tool). `began`: when the session began (time.monotonic; now
-        unless told: a sideband's guest dialect joins later). `record_s`: the call is
-        recorded (at most this long; `store: true`, and the server keeps recordings).
+        unless told: a sideband's guest dialect joins later). `record`: makes the
+        call's recording from its session id (`store: true`, and the server keeps
+        recordings).
         `max_append_s`: the most audio one append may carry."""
         self._out = Broadcast(channel, _too_large)
         self._channel = channel
@@ -90,7 +92,7 @@ class LiveDialect:
         self._delegations: Delegations | None = None
         self._initial = list(initial)
         self._stop = stop
-        self._record_s = record_s
+        self._record = record
         self._reflection: Reflection | None = None  # the audio, while sidebands watch
         # Presses a key to the caller: a SIP call's, set by its builder.
         self.keypad: Callable[[str], None] | None = None
@@ -99,8 +101,8 @@ class LiveDialect:
     def attach(self, session: Session) -> None:
         """Bind the session; the start config's text history goes into it now."""
         self._session = session
-        if self._record_s is not None:
-            session.record(self._record_s)
+        if self._record is not None:
+            session.record(self._record(session.id))
         self._delegations = Delegations(
             session, self._delegation, send=self._send, speak=self._commentary, now_ms=self.now_ms
         )
@@ -156,9 +158,12 @@ class LiveDialect:
             pass
 
     async def receive_in_steps(self, data: str | bytes, source: EventChannel | None = None) -> None:
-        """receive(), letting the loop's other work in between the steps of a long append."""
+        """receive(), letting the loop's other work in between the steps of a long append
+        (and the disk catch up with a recording)."""
         for _ in self._receive(data, source):
             await asyncio.sleep(0)
+            if self.session.recording is not None:
+                await self.session.recording.caught_up()
 
     def _receive(self, data: str | bytes, source: EventChannel | None) -> Iterator[None]:
         sender = source or self._channel
@@ -350,7 +355,7 @@ class LiveDialect:
             audio_format=audio_format,
             delegation=delegation,
             initial=self._initial,
-            store=self._record_s is not None,
+            store=self._record is not None,
         )
 
     def _refuse(

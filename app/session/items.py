@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from app.config import LimitsSettings
-from app.ids import new_id
+from app.ids import new_id, shown
 from app.session import messages as msg
 from app.session.history import History, Message
 from app.session.refusals import (
@@ -38,7 +38,7 @@ class Items:
 
     def _check_room(self, item_id: str, text: str) -> None:
         if self._history.find(item_id) is not None:
-            raise ItemExists(f"item id {item_id!r} is already in the conversation")
+            raise ItemExists(f"item id {shown(item_id)} is already in the conversation")
         if len(text) > self._limits.item_chars:
             raise ItemTooLong(
                 f"an item of {len(text)} characters; at most {self._limits.item_chars} "
@@ -66,7 +66,7 @@ class Items:
         item_id = item_id or new_id("item")
         self._check_room(item_id, output)
         if self._history.find_call(call_id) is None:
-            raise UnknownItem(f"no function call with call_id {call_id!r}")
+            raise UnknownItem(f"no function call with call_id {shown(call_id)}")
         previous = self._history.last_item_id
         self._history.add(Message("tool", output, item_id, call_id=call_id))
         self._emit(msg.ToolOutputAdded(item_id, call_id, output, previous))
@@ -75,7 +75,7 @@ class Items:
         """An item as stored (a user's speech only while it is kept)."""
         message = self._history.find(item_id)
         if message is None:
-            raise UnknownItem(f"no item {item_id!r}")
+            raise UnknownItem(f"no item {shown(item_id)}")
         return message
 
     def delete(self, item_id: str) -> None:
@@ -83,7 +83,7 @@ class Items:
         if reply is not None and reply.item_id == item_id:
             raise ItemInUse("that item is still being spoken; cancel the response first")
         if not self._history.remove(item_id):
-            raise UnknownItem(f"no item {item_id!r}")
+            raise UnknownItem(f"no item {shown(item_id)}")
         self._emit(msg.ItemDeleted(item_id))
 
     def truncate(self, item_id: str, audio_end_ms: int) -> None:
@@ -97,7 +97,7 @@ class Items:
             return
         message = self._history.find(item_id)
         if message is None or message.role != "assistant":
-            raise UnknownItem(f"no assistant item {item_id!r}")
+            raise UnknownItem(f"no assistant item {shown(item_id)}")
         if audio_end_ms > message.audio_ms:
             raise BadTruncation(
                 f"audio_end_ms {audio_end_ms} is past the end of the item's audio "

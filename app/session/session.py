@@ -157,7 +157,7 @@ class Session:
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
         self.muted = False  # the client muted its input: the agent hears silence
-        self.recording: Recording | None = None  # made by record()
+        self.recording: Recording | None = None  # given by record()
 
     # --- lifecycle
 
@@ -207,11 +207,11 @@ class Session:
             self._manual.clear()
             self._turns.configure(self.options)
 
-    def record(self, max_s: float) -> None:
-        """Record the call from now on, both sides, at most `max_s` of it."""
+    def record(self, recording: Recording) -> None:
+        """Record the call from now on, both sides."""
         if self.recording is None:
-            self.recording = Recording(max_s)
-            self.taps.add(self.recording)
+            self.recording = recording
+            self.taps.add(recording)
 
     def push_audio(self, pcm16k: bytes) -> None:
         """The user's microphone: 16 kHz mono s16. Runs in the reader task: stays cheap."""

@@ -91,16 +91,20 @@ async def test_deciding_transferring_and_recordings_need_the_servers_key(
     start_server: Callable[..., ServerProcess],
 ) -> None:
     """Live's routes that act on a call the caller did not make (or on every call): a
-    client secret is one caller's, and not enough for any of them."""
+    client secret is one caller's, and not enough for any of them; under /v1 as well."""
     server = start_server("--agent", "echo", "--server-api-key", KEY)
     secret = await mint(server)
     session = {"session": {"type": "live", "model": "m"}}
-    routes = (
-        ("POST", "/live/sessions/sess_x/accept", session),
-        ("POST", "/live/sessions/sess_x/reject", {"status_code": 486}),
-        ("POST", "/live/sessions/sess_x/refer", {"target_uri": "tel:+14155550123"}),
-        ("GET", "/live/sessions/sess_x/content", None),
-    )
+    routes = [
+        (method, prefix + route, body)
+        for prefix in ("", "/v1")
+        for method, route, body in (
+            ("POST", "/live/sessions/sess_x/accept", session),
+            ("POST", "/live/sessions/sess_x/reject", {"status_code": 486}),
+            ("POST", "/live/sessions/sess_x/refer", {"target_uri": "tel:+14155550123"}),
+            ("GET", "/live/sessions/sess_x/content", None),
+        )
+    ]
     async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
         for method, route, body in routes:
             for headers in ({}, bearer("wrong"), bearer(secret)):

@@ -135,6 +135,7 @@ async def test_pages_from_other_origins_cannot_make_calls(
         evil = await post_from("https://evil.example")
         assert evil.status_code == 403 and "evil.example" in evil.json()["error"]["message"]
         assert "access-control-allow-origin" not in evil.headers
+        assert (await post_from(f"evil://{host}")).status_code == 403, "this host, not its page"
         own = await post_from(f"http://{host}")
         listed = await post_from("https://app.example")
         assert (own.status_code, listed.status_code) == (201, 201)

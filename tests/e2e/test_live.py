@@ -1,6 +1,10 @@
 """OpenAI's Live API with the official openai SDK (`client.live`): over a WebSocket and
 over WebRTC, a sideband attached, hangup, and bad input. Every server event is
-validated by the SDK's own models (strictly: the SDK itself parses leniently)."""
+validated by the SDK's own models (strictly: the SDK itself parses leniently).
+
+Most clients here use the SDK as it comes, with a base URL ending in /v1 (as Realtime
+needs), which puts Live at /v1/live/sessions; the delegation tests' use a bare base URL,
+which puts it at /live/sessions."""
 
 from __future__ import annotations
 
@@ -76,7 +80,7 @@ def spoken(seen: list[Any]) -> tuple[np.ndarray, str]:
 async def test_live_websocket_turns_mute_update_and_close(
     agent_server: ServerProcess, speech: Callable[[str], Path], whisper: object
 ) -> None:
-    sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
     async with sdk.live.connect() as conn:
         await conn.session.start(
             session={"model": "gpt-live-1", "instructions": "Answer in one short sentence.",
@@ -149,7 +153,8 @@ async def test_live_websocket_turns_mute_update_and_close(
 async def test_live_webrtc_with_a_sideband_then_hangup(
     agent_server: ServerProcess, speech: Callable[[str], Path]
 ) -> None:
-    sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
+    # One client for both dialects, as the SDK comes: Live and Realtime under /v1.
+    sdk = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
     peer = AgentClient(agent_server.url)
     try:
         created = await sdk.live.create(
@@ -206,11 +211,9 @@ async def test_live_webrtc_with_a_sideband_then_hangup(
             SERVER_EVENT.validate_python(event)
         assert peer.of_type("session.instructions.appended")[0]["client_event_id"] == "evt_side"
         # A Realtime controller may join the Live session too, in its own words.
-        realtime = AsyncOpenAI(base_url=f"{agent_server.url}/v1", api_key="sk-anything")
-        async with realtime.realtime.connect(call_id=session_id) as controller:
+        async with sdk.realtime.connect(call_id=session_id) as controller:
             created = await controller.recv()
             assert created.type == "session.created" and created.session.id == session_id  # type: ignore[union-attr]
-        await realtime.close()
 
         await sdk.live.sessions.hangup(session_id)
         async with httpx.AsyncClient(timeout=5) as http:
@@ -287,8 +290,9 @@ async def test_live_bad_input_and_a_full_pool(start_server: Callable[..., Server
         # No transfer targets listed: every transfer is refused before the call is looked up.
         assert response.status_code == 403, response.text
         assert "--sip-transfer-targets" in response.json()["error"]["message"]
-        response = await http.post("/live/sessions/sess_x/fork", json={})
-        assert response.status_code == 501 and "fork" in response.json()["error"]["message"]
+        for prefix in ("", "/v1"):
+            response = await http.post(f"{prefix}/live/sessions/sess_x/fork", json={})
+            assert response.status_code == 501 and "fork" in response.json()["error"]["message"]
     async with websockets.connect(url + "/sess_unknown/attach") as stranger:
         reply = json.loads(await stranger.recv())
         assert reply["error"]["code"] == "session_not_found"
@@ -377,7 +381,8 @@ async def test_live_recording_kept_for_its_retention_only(
     server = start_server(
         "--agent", "echo", "--recordings-retention-s", "4", "--recordings-dir", str(folder)
     )
-    sdk = AsyncOpenAI(base_url=server.url, api_key="sk-anything")
+    sdk = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="sk-anything")
+    bare = AsyncOpenAI(base_url=server.url, api_key="sk-anything")
     async with sdk.live.connect() as conn:
         await conn.session.start(session={"model": "gpt-live-1", "store": True})
         started = (await events_until(conn, "session.started"))[-1]
@@ -392,6 +397,7 @@ async def test_live_recording_kept_for_its_retention_only(
             break
         await asyncio.sleep(0.1)
     wav = (await sdk.live.sessions.download_recording(session_id)).read()
+    assert (await bare.live.sessions.download_recording(session_id)).read() == wav
     with wave.open(io.BytesIO(wav)) as reader:
         assert (reader.getnchannels(), reader.getframerate()) == (2, 16_000)
         frames = np.frombuffer(reader.readframes(reader.getnframes()), dtype=np.int16)
@@ -412,6 +418,7 @@ async def test_live_recording_kept_for_its_retention_only(
             await sdk.live.sessions.download_recording(session)
     assert not list(folder.glob("*.wav"))
     await sdk.close()
+    await bare.close()
 
 
 async def test_live_takes_the_servers_key_and_client_secrets(
@@ -424,7 +431,7 @@ async def test_live_takes_the_servers_key_and_client_secrets(
     minted = await admin.realtime.client_secrets.create(
         session={"type": "realtime", "instructions": "Speak like a pirate."}
     )
-    browser = AsyncOpenAI(base_url=server.url, api_key=minted.value)
+    browser = AsyncOpenAI(base_url=f"{server.url}/v1", api_key=minted.value)
     async with browser.live.connect() as conn:
         await conn.session.start(session={"model": "gpt-live-1"})
         started = (await events_until(conn, "session.started"))[-1]

@@ -4,12 +4,14 @@ calls are admitted by /readyz, and a call's follow-ups reach the replica that ho
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +19,7 @@ import websockets
 from aiortc import RTCSessionDescription
 
 from clients import AgentClient
+from tests.support.pressure import watching
 from tests.support.server import REPO, ServerProcess, free_port, until_in_use
 
 pytestmark = pytest.mark.e2e
@@ -25,20 +28,15 @@ REPLICAS = ("a1", "a2")
 UPDATE = {"type": "session.update", "session": {"type": "realtime", "instructions": "Be brief."}}
 
 
-@pytest.fixture(scope="module")
-def balancer(
-    start_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, dict[str, ServerProcess]]]:
+@contextlib.contextmanager
+def haproxy(replicas: dict[str, ServerProcess], log: Path) -> Iterator[str]:
+    """deploy/haproxy/haproxy.cfg in front of `replicas` (by their names, a1 and a2); its
+    URL, once a health check has passed."""
     if shutil.which("haproxy") is None:
         pytest.skip("haproxy is not installed (make test installs it)")
-    replicas = {
-        name: start_server("--agent", "echo", "--max-sessions", "1", "--server-replica", name)
-        for name in REPLICAS
-    }
     port = free_port()
     env = {**os.environ, "VOICE_LB_BIND": f"127.0.0.1:{port}"}
     env |= {f"VOICE_REPLICA_{name.upper()}": f"127.0.0.1:{r.port}" for name, r in replicas.items()}
-    log = tmp_path_factory.mktemp("haproxy") / "haproxy.log"
     with open(log, "wb") as out:
         proxy = subprocess.Popen(
             ["haproxy", "-db", "-f", str(REPO / "deploy" / "haproxy" / "haproxy.cfg")],
@@ -56,10 +54,22 @@ def balancer(
                 pass
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
-        yield url, replicas
+        yield url
     finally:
         proxy.terminate()
         proxy.wait(10)
+
+
+@pytest.fixture(scope="module")
+def balancer(
+    start_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, dict[str, ServerProcess]]]:
+    replicas = {
+        name: start_server("--agent", "echo", "--max-sessions", "1", "--server-replica", name)
+        for name in REPLICAS
+    }
+    with haproxy(replicas, tmp_path_factory.mktemp("haproxy") / "haproxy.log") as url:
+        yield url, replicas
 
 
 async def call(url: str) -> tuple[AgentClient, httpx.Response]:
@@ -149,3 +159,38 @@ async def test_calls_spread_over_replicas_and_follow_ups_find_theirs(
     finally:
         for client in clients:
             await client.close()
+
+
+async def test_a_client_behind_the_balancer_cannot_forge_its_address(
+    start_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """HAProxy's option forwardfor adds its own X-Forwarded-For line after the client's:
+    the replica trusts the balancer (limits.trusted_proxies) and so that last line, not
+    the addresses a client writes itself. Before issue 48 the first line counted, and a
+    client naming a new address each time held 4 of 4 slots where its share is 2, and an
+    honest caller was refused."""
+    server = start_server("--agent", "echo", "--max-sessions", "4", "--limits-address-slots",
+                          "0.5", "--limits-trusted-proxies", "127.0.0.1/32")  # fmt: skip
+    with haproxy({"a1": server, "a2": server}, tmp_path / "haproxy.log") as url:
+        socket_url = url.replace("http://", "ws://") + "/v1/realtime?model=x"
+
+        async def first_event(source: str, forged: str | None) -> dict:
+            claim = {"X-Forwarded-For": forged} if forged else {}
+            ws = await websockets.connect(socket_url, local_addr=(source, 0),
+                                          additional_headers=claim)  # fmt: skip
+            sockets.append(ws)
+            return dict(json.loads(await asyncio.wait_for(ws.recv(), 20)))
+
+        sockets: list[websockets.ClientConnection] = []
+        async with watching(server) as pressure:
+            forged = ("127.0.0.1", "10.9.0.1", "10.9.0.2", "10.9.0.3")
+            firsts = [await first_event("127.0.0.2", address) for address in forged]
+            normal = await first_event("127.0.0.3", None)  # another client, honest
+        for ws in sockets:
+            await ws.close()
+    assert [event["type"] for event in firsts[:2]] == ["session.created"] * 2
+    for refused in firsts[2:]:
+        assert refused["type"] == "error", "127.0.0.2's share is 2 of 4 slots"
+        assert refused["error"]["type"] == "rate_limit_exceeded", refused
+    assert normal["type"] == "session.created", "the other slots are left to others"
+    assert pressure.worst_readyz_s < 1.0 and pressure.grown_mb < 200, pressure

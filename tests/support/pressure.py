@@ -66,3 +66,33 @@ async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
         stop.set()
         for thread in threads:
             await asyncio.to_thread(thread.join)
+
+
+async def answered_call(url: str, *, key: str | None = None, timeout_s: float = 30) -> float:
+    """A normal caller of the echo agent over the Realtime WebSocket: a second of audio,
+    committed, is played back. Seconds from the socket opening to its first audio."""
+    import base64
+    import json
+
+    import numpy as np
+    import websockets
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    started = time.monotonic()
+    ws_url = url.replace("http://", "ws://") + "/v1/realtime?model=x"
+    # Loud noise, which webrtcvad (the server's --vad-detector here) takes for speech, then
+    # the silence that ends the turn.
+    noise = (np.random.default_rng(3).standard_normal(24_000) * 3000).astype(np.int16)
+    audio = noise.tobytes() + bytes(2 * 36_000)
+    async with (
+        asyncio.timeout(timeout_s),
+        websockets.connect(ws_url, additional_headers=headers, max_size=None) as ws,
+    ):
+        append = {"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()}
+        await ws.send(json.dumps(append))
+        async for raw in ws:
+            event = json.loads(raw)
+            assert event["type"] != "error", event
+            if event["type"] == "response.output_audio.delta":
+                return time.monotonic() - started
+    raise AssertionError("the call ended unanswered")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -23,11 +24,16 @@ MAX_NONCES = 4096  # used nonces whose nc is remembered
 MAX_CREDENTIALS_CHARS = MAX_VALUE_CHARS["Authorization"]
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 HEX = frozenset("0123456789abcdefABCDEF")
+DROPPED_LOG_S = 10.0  # sources outside sip.allow: one log line at most this often
+
+log = logging.getLogger(__name__)
 
 
 class SourceFilter:
     def __init__(self, networks: list[str]) -> None:
         self._networks = [ipaddress.ip_network(net, strict=False) for net in networks]
+        self._dropped = 0  # since the last log line
+        self._logged_at = -DROPPED_LOG_S
 
     def allows(self, host: str) -> bool:
         if not self._networks:
@@ -37,6 +43,20 @@ class SourceFilter:
         except ValueError:
             return False
         return any(address in network for network in self._networks)
+
+    def admits(self, host: str) -> bool:
+        """Whether a datagram from `host` is read at all. One from outside sip.allow is
+        dropped unread and unanswered (a 403 would mean parsing whatever anyone sends,
+        and answering a source that may be forged); a flood of them is one log line."""
+        if self.allows(host):
+            return True
+        self._dropped += 1
+        now = time.monotonic()
+        if now - self._logged_at >= DROPPED_LOG_S:
+            log.warning("SIP from %s dropped unread: not in sip.allow (%d datagrams from "
+                        "outside it since the last such line)", host, self._dropped)  # fmt: skip
+            self._dropped, self._logged_at = 0, now
+        return False
 
 
 def digest_fields(value: str) -> dict[str, str] | None:

@@ -1,6 +1,6 @@
 """One SIP call's media and lifetime, as app/calls sees a transport: RTP in and out, the
-paced voice track, connected on the caller's ACK (RTP goes out only after it), ended on
-BYE/CANCEL or by us."""
+paced voice track, connected on the caller's ACK (its slot is claimed then, and RTP goes
+out only after it), ended on BYE or by us."""
 
 from __future__ import annotations
 
@@ -34,20 +34,48 @@ class SipLeg:
         self.port = 0
         self.connected = asyncio.Event()  # the caller's ACK
         self.ended = asyncio.Event()
+        # The call's slot and session, claimed at the ACK (a refusal raised): set by the
+        # calls side. Before it, a call holds only its record and this RTP socket.
+        self.claim: Callable[[], None] = lambda: None
         self.on_close: Callable[[], None] = lambda: None  # the SIP side: BYE, if still up
         # Asks the caller to call another address (REFER): set by the SIP side.
         self.transfer: Callable[[str], Awaitable[None]] | None = None
+        self._on_pcm: Callable[[bytes], None] = lambda pcm: None  # nothing before the ACK
+        self._on_key: Callable[[str], None] = lambda key: None
         self._sender: asyncio.Task[None] | None = None
         self._closer = CloseOnce(self._close, f"{session_id}:sip-close")
 
-    async def open(
-        self, host: str, on_pcm: Callable[[bytes], None], on_key: Callable[[str], None]
-    ) -> int:
-        """Bind the RTP socket, to send once the call is up; return its port for the answer."""
-        self.rtp = RtpStream(self.session_id, self.offer, on_pcm, on_key)
+    async def bind(self, host: str) -> int:
+        """Bind the RTP socket, for the answer; return its port. Nothing is sent, and
+        what comes in is dropped, until the call is confirmed."""
+        self.rtp = RtpStream(self.session_id, self.offer, self._pcm, self._key)
         self.port = await self.rtp.open(host)
-        self._sender = spawn(self._send(self.rtp), f"{self.session_id}:rtp-out")
         return self.port
+
+    def confirm(self) -> None:
+        """The caller's ACK: the call's slot and session (a refusal raised), then RTP."""
+        self.claim()
+        self.connected.set()
+
+    def attach(self, on_pcm: Callable[[bytes], None], on_key: Callable[[str], None]) -> None:
+        """The session that hears the caller and speaks to it (the calls side, claiming)."""
+        assert self.rtp is not None, "bound before it is answered"
+        self._on_pcm, self._on_key = on_pcm, on_key
+        self._sender = spawn(self._send(self.rtp), f"{self.session_id}:rtp-out")
+
+    def discard(self) -> None:
+        """A call never confirmed: its socket goes, and nothing else was claimed."""
+        if self._sender is not None:
+            self._sender.cancel()  # attached, then refused: it waits for an ACK in vain
+        if self.rtp is not None:
+            self.rtp.close()
+        self.ended.set()
+
+    def _pcm(self, pcm: bytes) -> None:
+        self._on_pcm(pcm)
+
+    def _key(self, key: str) -> None:
+        self._on_key(key)
 
     async def _send(self, rtp: RtpStream) -> None:
         # Not before the ACK: an INVITE from a forged source is never ACKed.

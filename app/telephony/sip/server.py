@@ -1,16 +1,17 @@
 """A SIP user agent server over UDP (RFC 3261): answers calls from a PBX, a trunk or a
-phone, and hangs them up. Each call claims a slot through `Calls.open_sip`.
+phone, and hangs them up. A datagram from outside sip.allow is dropped unread.
 
-INVITE (with an SDP offer) → 200 OK with our answer, repeated until the ACK (timer G),
-after 100 Trying if it takes over 200 ms; or 486 Busy Here (full pool, or the caller's
-address holds its share), 488 (no common codec), 503 (not ready, or too many new calls
-from that address), 401 (digest challenge), 403 (source not allowed). CANCEL before the
+INVITE (with an SDP offer) → 200 OK with our answer, after 100 Trying if it takes over
+200 ms; or 486 Busy Here (full pool, or the caller's address holds its share), 488 (no
+common codec), 503 (not ready, or too many new calls from that address), 401 (digest
+challenge). The call claims its slot at the ACK (`SipLeg.confirm`). CANCEL before the
 answer → 487. BYE either way. OPTIONS (a PBX's keepalive) → 200. INFO with
 application/dtmf-relay is a keypad press too. A malformed message → 400 naming the
 problem, when it says enough to be answered; the server goes on.
 
-A source is not verified until it ACKs, so a refusal costs one packet for each request:
-it is sent once, and again only for a retransmitted INVITE (not on timer G).
+A source is not verified until it ACKs, so an INVITE gets one final answer for each
+time it is sent: a refusal or a 200 is sent once, and again only for a retransmitted
+INVITE, not on timer G. A 200 never ACKed is forgotten (unacked.py), without a BYE.
 
 Replies go back to where the request came from (RFC 3581, as a caller behind NAT
 needs). Our BYE goes to the INVITE's source with the Record-Route set as Route.
@@ -23,47 +24,47 @@ import dataclasses
 import logging
 import re
 import time
-from typing import Protocol, cast
+from typing import Protocol
 
-from app.calls.admission import Caller, client_key
+from app.calls.admission import Caller
 from app.config import SipSettings
 from app.errors import TransferFailed
 from app.tasks import TaskSet
 from app.telephony.sip import message as sip
 from app.telephony.sip.addresses import host_port, local_address
-from app.telephony.sip.answered import Answered
-from app.telephony.sip.auth import DigestAuth, SourceFilter
-from app.telephony.sip.dialog import Dialog
+from app.telephony.sip.auth import DigestAuth
+from app.telephony.sip.dialog import Dialog, Dialogs
+from app.telephony.sip.endpoint import SipEndpoint
 from app.telephony.sip.leg import Invite, SipLeg
-from app.telephony.sip.message import SipMessage, SipParseError
+from app.telephony.sip.message import SipMessage
 from app.telephony.sip.refusals import REFUSED, refusal
-from app.telephony.sip.requests import Address, Requests, resends
+from app.telephony.sip.requests import Address, Requests
 from app.telephony.sip.sdp import AudioOffer, NotAcceptable, answer, read_offer
 from app.telephony.sip.transfer import transfer_status
+from app.telephony.sip.unacked import Unacked
 
 log = logging.getLogger(__name__)
 
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, NOTIFY"
-MAX_DIALOGS = 1024  # beyond the pool, a flood of INVITEs is refused, not remembered
 TRYING_S = 0.2  # RFC 3261 17.2.1: 100 Trying if the answer takes longer than this
 LOG_CHARS = 64  # of a client's string (a Call-ID) in a log line
 DTMF_RELAY = re.compile(r"^Signal[ \t]*=[ \t]*(\S)", re.MULTILINE | re.IGNORECASE)
 
 
 class Calls(Protocol):
-    async def open_sip(
-        self, offer: AudioOffer, host: str, caller: Caller = ..., invite: Invite | None = None
+    async def answer_sip(
+        self, offer: AudioOffer, caller: Caller, invite: Invite, holding: int = 0
     ) -> SipLeg: ...
 
     async def hang_up(self, session_id: str, *, caller_left: bool = False) -> bool: ...
 
 
-class SipServer(asyncio.DatagramProtocol):
+class SipServer(SipEndpoint):
     def __init__(self, settings: SipSettings, calls: Calls, default_host: str) -> None:
+        super().__init__(settings.allow)
         self.settings = settings
         self._calls = calls
         self._host = settings.host or default_host
-        self._filter = SourceFilter(settings.allow)
         self._auth = (
             DigestAuth(settings.username, settings.password, settings.realm)
             if settings.password
@@ -72,12 +73,10 @@ class SipServer(asyncio.DatagramProtocol):
         # A trunk or PBX carries many callers from one address: with an allowlist or a
         # password, its calls are not held to one address's rate or share of the slots.
         self._vouched = bool(settings.allow) or self._auth is not None
-        self._dialogs: dict[str, Dialog] = {}  # by Call-ID
-        self._answered = Answered()  # final responses, for retransmitted requests
+        self._dialogs = Dialogs()
+        self._unacked = Unacked(self._forget)  # answered, waiting for the ACK
         self._requests = Requests(self._send, self._here)  # our BYEs and REFERs
         self._tasks = TaskSet()  # answering INVITEs, hanging up on BYEs, our own BYEs
-        self._transport: asyncio.DatagramTransport | None = None
-        self.port = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -92,52 +91,16 @@ class SipServer(asyncio.DatagramProtocol):
         while self._requests.pending and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await self._tasks.close()
+        self._unacked.close()
         if self._transport is not None:
             self._transport.close()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's UDP transport is not a subclass of asyncio's; it has the same methods.
-        self._transport = cast(asyncio.DatagramTransport, transport)
-        self.port = int(self._transport.get_extra_info("sockname")[1])
-
     # --- in -----------------------------------------------------------------------------
 
-    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        source = (addr[0], addr[1])
-        if not data.strip():
-            return  # a keepalive (RFC 5626 CRLF)
-        try:
-            message = sip.parse(data)
-        except SipParseError as exc:
-            self._malformed(exc, source)
-            return
-        if not message.method:
-            self._requests.answered(message)
-        elif not self._filter.allows(source[0]):
-            log.warning("SIP %s from %s refused: not in sip.allow", message.method, source[0])
-            self._reply(message, source, 403, "Forbidden")
-        else:
-            self._request_received(message, source)
-
-    def _malformed(self, exc: SipParseError, source: tuple[str, int]) -> None:
-        log.warning("malformed SIP from %s:%d: %s", *source, exc)
-        request = exc.message
-        # A 400 needs the request's Via and dialog headers; without them nothing can answer.
-        answerable = request is not None and request.method not in ("", "ACK")
-        if request is None or not answerable:
-            return
-        if all(request.get(name) for name in ("Via", "From", "To", "Call-ID")):
-            reason = re.sub(r"[\r\n]", " ", str(exc))[:100]
-            request.headers = [(k, v) for k, v in request.headers if k != "CSeq"] + [
-                ("CSeq", f"{_cseq_number(request)} {request.method}")
-            ]
-            self._reply(request, source, 400, f"Bad Request ({reason})")
+    def _response_received(self, response: SipMessage) -> None:
+        self._requests.answered(response)
 
     def _request_received(self, request: SipMessage, source: tuple[str, int]) -> None:
-        answered = self._answered.get(request)
-        if answered is not None:
-            self._send(answered, source)  # a retransmission: the caller missed our answer
-            return
         match request.method:
             case "INVITE" if not request.to_tag:
                 self._invite(request, source)
@@ -171,11 +134,14 @@ class SipServer(asyncio.DatagramProtocol):
             return
         if self._auth is not None and not self._authorized(request, source):
             return
-        if len(self._dialogs) >= MAX_DIALOGS:
+        if self._dialogs.full:
             self._final(request, source, 503, "Service Unavailable", [("Retry-After", "5")])
             return
-        dialog = self._dialogs[request.call_id] = Dialog(request, source)
-        self._tasks.spawn(self._answer(dialog), f"sip:{request.call_id[:24]}:invite")
+        dialog = Dialog(request, source)
+        self._dialogs.add(dialog)
+        dialog.answering = self._tasks.spawn(
+            self._answer(dialog), f"sip:{request.call_id[:24]}:invite"
+        )
 
     def _authorized(self, request: SipMessage, source: tuple[str, int]) -> bool:
         assert self._auth is not None
@@ -192,48 +158,51 @@ class SipServer(asyncio.DatagramProtocol):
         return False
 
     async def _answer(self, dialog: Dialog) -> None:
+        """Admit the call (ringing while the application decides, with a webhook), bind
+        its RTP, and answer 200 once. Its slot waits for the ACK."""
         request, source = dialog.invite, dialog.source
         # Not at once: a refusal decided at once is then one packet, not two.
         trying = asyncio.get_running_loop().call_later(
             TRYING_S, self._reply, request, source, 100, "Trying"
         )
         try:
-            answered = await self._open(dialog)
+            leg = await self._admit(dialog)
         finally:
             trying.cancel()
-        if answered is None:
+        if leg is None:
             return
-        leg, offer = answered
-        dialog.leg = leg
         leg.on_close = lambda: self._leg_closed(dialog)
         leg.transfer = lambda target: self._transfer(dialog, target)
-        if dialog.cancelled:
-            self._refuse(dialog, 487, "Request Terminated")
-            await self._calls.hang_up(leg.session_id)
-            return
-        contact = self._contact(dialog)
-        body = answer(offer, self._address(source), leg.port).encode()
+        body = answer(leg.offer, self._address(source), leg.port).encode()
         dialog.final = sip.response(request, 200, "OK", to_tag=dialog.local_tag, source=source,
-                                    headers=[("Contact", contact), ("Allow", ALLOW),
-                                             ("Supported", "")], body=body)  # fmt: skip
+                                    headers=[("Contact", self._contact(dialog)),
+                                             ("Allow", ALLOW), ("Supported", "")],
+                                    body=body)  # fmt: skip
+        self._unacked.add(dialog)
+        self._send(dialog.final, source)
         log.info("SIP call %s answered (%s, RTP port %d)", request.call_id[:LOG_CHARS],
-                 offer.law, leg.port, extra={"session_id": leg.session_id})  # fmt: skip
-        await self._until_acked(dialog)
+                 leg.offer.law, leg.port, extra={"session_id": leg.session_id})  # fmt: skip
 
-    async def _open(self, dialog: Dialog) -> tuple[SipLeg, AudioOffer] | None:
-        """The call's leg, on a slot; or None, the INVITE refused."""
+    async def _admit(self, dialog: Dialog) -> SipLeg | None:
+        """The call's leg, its RTP bound; or None, the INVITE refused. A CANCEL cancels
+        this (the application's decision is then too late), and discards the leg."""
         request, source = dialog.invite, dialog.source
         try:
             if (request.get("Content-Type") or "").split(";")[0].strip() != "application/sdp":
                 raise NotAcceptable("an INVITE without an SDP offer (we answer offers only)")
             offer = read_offer(request.body.decode("utf-8", errors="replace"))
             offer = dataclasses.replace(offer, signalling_ip=source[0])
-            caller = Caller(client_key(source[0]), vouched=self._vouched)
+            caller = Caller(dialog.client, vouched=self._vouched)
             invite = Invite(list(request.headers), lambda: self._ring(dialog))
-            return await self._calls.open_sip(offer, self._host, caller, invite), offer
+            holding = self._dialogs.held_by(dialog.client) - 1  # this one aside
+            leg = dialog.leg = await self._calls.answer_sip(offer, caller, invite, holding)
+            await leg.bind(self._host)
+            return leg
         except Exception as exc:
             if not isinstance(exc, REFUSED):
                 log.exception("SIP call %s could not be set up", request.call_id[:LOG_CHARS])
+            if dialog.leg is not None:
+                dialog.leg.discard()
             self._refuse(dialog, *refusal(exc))
         return None
 
@@ -242,40 +211,10 @@ class SipServer(asyncio.DatagramProtocol):
         if not dialog.cancelled:
             self._reply(dialog.invite, dialog.source, 180, "Ringing")
 
-    async def _until_acked(self, dialog: Dialog) -> None:
-        """Timer G: the 200 again, at T1 doubling to T2, until the ACK; timer H gives up."""
-        assert dialog.final is not None
-        for interval in resends():
-            if dialog.confirmed or dialog.ended:
-                break
-            self._send(dialog.final, dialog.source)
-            await asyncio.sleep(interval)
-        if not dialog.confirmed and dialog.leg is not None and not dialog.ended:
-            log.warning("SIP call %s: no ACK; hanging up", dialog.invite.call_id[:LOG_CHARS])
-            await self._calls.hang_up(dialog.leg.session_id)
-
     def _refuse(self, dialog: Dialog, status: int, reason: str,
                 headers: list[tuple[str, str]] = ()) -> None:  # type: ignore[assignment]  # fmt: skip
-        self._dialogs.pop(dialog.invite.call_id, None)
+        self._dialogs.pop(dialog)
         self._final(dialog.invite, dialog.source, status, reason, headers, dialog.local_tag)
-
-    def _final(
-        self,
-        request: SipMessage,
-        source: tuple[str, int],
-        status: int,
-        reason: str,
-        headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
-        to_tag: str = "",
-    ) -> None:
-        """A final refusal of an INVITE: sent once, and again for each retransmitted
-        INVITE. Not on timer G as RFC 3261 has it: that sends a source nobody verified
-        up to 11 packets for its one, and the caller's own retransmissions (timer A)
-        recover a lost refusal just as well."""
-        data = sip.response(request, status, reason, to_tag=to_tag or sip.new_tag(),
-                            source=source, headers=list(headers))  # fmt: skip
-        self._answered.remember(request, data)
-        self._send(data, source)
 
     def _in_dialog(self, request: SipMessage) -> Dialog | None:
         """The answered call `request` is within: its Call-ID and both tags match."""
@@ -299,9 +238,24 @@ class SipServer(asyncio.DatagramProtocol):
     def _ack(self, request: SipMessage) -> None:
         self._answered.acked(request)  # an ACK to a refusal
         dialog = self._in_dialog(request)
-        if dialog is not None and dialog.leg is not None:
-            dialog.confirmed = True
-            dialog.leg.connected.set()
+        if dialog is None or dialog.leg is None or dialog.confirmed:
+            return
+        # Only the caller heard our To tag: the source is verified, and the call may
+        # have its slot now.
+        dialog.confirmed = True
+        self._unacked.acked(dialog)
+        try:
+            dialog.leg.confirm()
+        except Exception as exc:  # answered, then refused (the pool filled meanwhile)
+            if not isinstance(exc, REFUSED):
+                log.exception("SIP call %s could not start", request.call_id[:LOG_CHARS])
+            status, reason, _ = refusal(exc)
+            log.warning("SIP call %s refused at its ACK: %s", request.call_id[:LOG_CHARS], exc)
+            dialog.leg.discard()
+            self._dialogs.pop(dialog)
+            dialog.ended = True
+            cause = ("Reason", f'SIP;cause={status};text="{reason}"')  # RFC 3326
+            self._tasks.spawn(self._send_bye(dialog, [cause]), f"sip:{request.call_id[:24]}:bye")
 
     def _cancel(self, request: SipMessage, source: tuple[str, int]) -> None:
         dialog = self._dialogs.get(request.call_id)
@@ -309,16 +263,25 @@ class SipServer(asyncio.DatagramProtocol):
             self._reply(request, source, 481, "Call/Transaction Does Not Exist")
             return
         self._reply(request, source, 200, "OK")
-        if dialog.final is None:  # not answered yet: the INVITE ends with 487
+        if dialog.final is None:  # not answered yet: the INVITE ends with 487 now
             dialog.cancelled = True
+            if dialog.answering is not None:
+                dialog.answering.cancel()  # a ringing call's decision comes too late
+            if dialog.leg is not None:
+                dialog.leg.discard()
+            self._refuse(dialog, 487, "Request Terminated")
 
     def _bye(self, request: SipMessage, source: tuple[str, int]) -> None:
         dialog = self._in_dialog(request)
         if dialog is None or dialog.leg is None:
             self._reply(request, source, 481, "Call/Transaction Does Not Exist")
             return
-        dialog.ended = True
         self._reply(request, source, 200, "OK")
+        if not dialog.confirmed:  # hung up before its ACK: it never had a slot
+            self._unacked.acked(dialog)
+            self._forget(dialog)
+            return
+        dialog.ended = True
         log.info("SIP call %s: the caller hung up", request.call_id[:LOG_CHARS],
                  extra={"session_id": dialog.leg.session_id})  # fmt: skip
         hanging_up = self._calls.hang_up(dialog.leg.session_id, caller_left=True)
@@ -335,18 +298,30 @@ class SipServer(asyncio.DatagramProtocol):
             dialog.leg.rtp.on_key(signal.group(1).upper())
         self._reply(request, source, 200, "OK")
 
+    def _to_tag(self, request: SipMessage, status: int) -> str:
+        dialog = self._dialogs.get(request.call_id)
+        return dialog.local_tag if dialog is not None and status > 100 else ""
+
     # --- out ----------------------------------------------------------------------------
+
+    def _forget(self, dialog: Dialog) -> None:
+        """An answer never ACKed: its record and RTP socket go, silently. A BYE would go
+        to a source nobody verified, for a dialog never confirmed."""
+        self._dialogs.pop(dialog)
+        if dialog.leg is not None:
+            dialog.leg.discard()
+        log.info("SIP call %s: no ACK; forgotten", dialog.invite.call_id[:LOG_CHARS])
 
     def _leg_closed(self, dialog: Dialog) -> None:
         """The call is over on our side: if the caller did not end it, send BYE."""
-        self._dialogs.pop(dialog.invite.call_id, None)
-        if dialog.ended or dialog.cancelled or dialog.final is None:
+        self._dialogs.pop(dialog)
+        if dialog.ended or not dialog.confirmed:
             return
         dialog.ended = True
         self._tasks.spawn(self._send_bye(dialog), f"sip:{dialog.invite.call_id[:24]}:send-bye")
 
-    async def _send_bye(self, dialog: Dialog) -> None:
-        if await self._requests.send(dialog, "BYE") is None:
+    async def _send_bye(self, dialog: Dialog, extra: list[tuple[str, str]] = ()) -> None:  # type: ignore[assignment]
+        if await self._requests.send(dialog, "BYE", extra) is None:
             log.warning(
                 "SIP call %s: our BYE was never answered", dialog.invite.call_id[:LOG_CHARS]
             )
@@ -389,28 +364,3 @@ class SipServer(asyncio.DatagramProtocol):
 
     def _contact(self, dialog: Dialog) -> str:
         return f"<sip:agent@{self._here(dialog.source)}>"
-
-    def _reply(
-        self,
-        request: SipMessage,
-        source: tuple[str, int],
-        status: int,
-        reason: str,
-        headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    ) -> None:
-        dialog = self._dialogs.get(request.call_id)
-        to_tag = dialog.local_tag if dialog is not None and status > 100 else ""
-        data = sip.response(request, status, reason, to_tag=to_tag, source=source,
-                            headers=list(headers))  # fmt: skip
-        if status >= 200 and request.method != "INVITE":
-            self._answered.remember(request, data)  # a BYE sent again gets its 200 again
-        self._send(data, source)
-
-    def _send(self, data: bytes, destination: tuple[str, int]) -> None:
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.sendto(data, destination)
-
-
-def _cseq_number(request: SipMessage) -> int:
-    number = (request.get("CSeq") or "").split(" ")[0]
-    return int(number) if sip.is_number(number) else 0

@@ -23,15 +23,18 @@ def valid_target(uri: str) -> bool:
 
 
 def allowed_target(uri: str, patterns: Iterable[str]) -> bool:
-    """Whether an operator's pattern admits `uri`: '*' stands for a run of characters
-    other than @ ; and : (a user part, a host, a port, digits), case aside. No patterns:
-    none is."""
+    """Whether an operator's pattern admits `uri`, case aside: '*' stands for a run of
+    characters other than @ ; and : in a sip: or sips: pattern (a user part, a host, a
+    port), and for digits in a tel: one. No patterns: none is."""
     return any(_pattern(p).fullmatch(uri) for p in patterns)
 
 
 def _pattern(pattern: str) -> re.Pattern[str]:
+    # Digits only: anything more let `tel:+1415555%2C+19005550000` (a second number)
+    # through `tel:+1415555*`.
+    wildcard = "[0-9]*" if pattern.lower().startswith("tel:") else "[^@;:]*"
     parts = (re.escape(part) for part in pattern.split("*"))
-    return re.compile("[^@;:]*".join(parts), re.IGNORECASE)
+    return re.compile(wildcard.join(parts), re.IGNORECASE)
 
 
 def transfer_status(notify: SipMessage) -> int | None:

@@ -54,6 +54,21 @@ def test_compact_headers_and_folded_lines_are_read() -> None:
     assert message.call_id == "8cbd0faa0b4195dd" and message.get("Max-Forwards") == "70"
 
 
+def test_folded_lines_are_unfolded_in_one_pass_and_counted_first() -> None:
+    """Unfolding added to the line for each continuation, copying it again each time: a
+    64 KiB datagram of folded lines took 52 ms, and 40 a second stalled the server."""
+    many = INVITE.decode().replace("Max-Forwards: 70", "X-Long: a" + "\r\n b" * 150)
+    assert sip.parse(many.encode()).get("X-Long") == "a" + " b" * 150
+    flood = ("INVITE sip:a@b SIP/2.0\r\nX: \U0001f600" + "\n " * 32_700 + "\r\n\r\n").encode()
+    took = []
+    for _ in range(3):
+        started = time.perf_counter()
+        with pytest.raises(sip.SipParseError, match="more than 200 header lines"):
+            sip.parse(flood)
+        took.append(time.perf_counter() - started)
+    assert min(took) < 0.01, f"{min(took) * 1000:.1f} ms"
+
+
 @pytest.mark.parametrize(
     ("data", "problem", "answerable"),
     [

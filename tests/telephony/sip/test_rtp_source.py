@@ -57,7 +57,8 @@ async def leg(sockets: dict[str, Socket]) -> AsyncIterator[tuple[SipLeg, list[by
     offer = AudioOffer(CALLER, sockets["sdp"].address[1], 0, "ulaw", None, 20, CALLER)
     heard: list[bytes] = []
     made = SipLeg("sess_test", offer)
-    await made.open("127.0.0.1", heard.append, lambda key: None)
+    await made.bind("127.0.0.1")
+    made.attach(heard.append, lambda key: None)
     yield made, heard
     await made.close()
 

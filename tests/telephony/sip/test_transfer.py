@@ -43,8 +43,14 @@ def test_only_targets_an_operator_lists_are_allowed() -> None:
         "tel:+19005550100",
         "sip:reception@10.0.0.1:5061",
         "sip:reception@10.0.0.1",
+        # In a tel: pattern '*' is digits: not a second number, a '+' or a path.
+        "tel:+1415555%2C+19005550000",
+        "tel:+1415555+19005550000",
+        "tel:+1415555/19005550000",
+        "tel:+1415555;phone-context=example.com",
     ):
         assert not allowed_target(refused, patterns), refused
+    assert allowed_target("tel:+1415555", patterns), "a run of none is a run of digits"
     assert not allowed_target("sip:desk@pbx.example.com", []), "no patterns: no transfers"
 
 
