@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import httpx
 import psutil
 
-from tests.support.server import ServerProcess
+from tests.support.server import REPO, ServerProcess
 
 
 @dataclass(slots=True)
@@ -34,38 +34,36 @@ class Pressure:
 
 @contextlib.asynccontextmanager
 async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
-    """Poll /readyz every 20 ms and the server's RSS every 50 ms while the block runs,
-    each from a thread of its own: the attack is made in this process's event loop
-    (15 MiB messages encoded and sent), and its stalls there are not the server's."""
+    """Poll /readyz every 20 ms from a process of its own (readyz_poller.py: the attack is
+    made in this process, and this process's own pauses are not the server's), and the
+    server's RSS every 50 ms from a thread, while the block runs."""
     process = psutil.Process(server.proc.pid)
     pressure = Pressure(rss_before=process.memory_info().rss)
     pressure.rss_peak = pressure.rss_before
     stop = threading.Event()
-
-    def poll_readyz() -> None:
-        with httpx.Client(timeout=120) as http:
-            while not stop.is_set():
-                started = time.monotonic()
-                http.get(f"{server.url}/readyz")  # 200 or 503 (full): both answers
-                pressure.worst_readyz_s = max(pressure.worst_readyz_s, time.monotonic() - started)
-                stop.wait(0.02)
 
     def sample_rss() -> None:
         while not stop.is_set():
             pressure.rss_peak = max(pressure.rss_peak, process.memory_info().rss)
             stop.wait(0.05)
 
-    threads = [threading.Thread(target=poll_readyz), threading.Thread(target=sample_rss)]
-    for thread in threads:
-        thread.start()
-    await asyncio.sleep(0.2)
+    poller = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.support.readyz_poller", server.url,
+        cwd=REPO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert poller.stdout is not None and poller.stdin is not None
+    sampler = threading.Thread(target=sample_rss)
+    sampler.start()
     try:
+        assert await asyncio.wait_for(poller.stdout.readline(), 60) == b"polling\n"
         yield pressure
     finally:
         await asyncio.sleep(0.5)  # what the last messages left the server to do
         stop.set()
-        for thread in threads:
-            await asyncio.to_thread(thread.join)
+        poller.stdin.close()
+        worst, _ = await asyncio.wait_for(poller.communicate(), 150)
+        pressure.worst_readyz_s = float(worst.strip() or "inf")
+        await asyncio.to_thread(sampler.join)
 
 
 async def answered_call(url: str, *, key: str | None = None, timeout_s: float = 30) -> float:
