@@ -18,6 +18,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.utils import get_remote_addr
 
 from app.serving.connections import ConnectionLimits
+from app.serving.websocket import BoundedWebSocket
 
 REFUSED = (
     b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 2\r\ncontent-length: 0\r\n"
@@ -72,7 +73,7 @@ class BoundedHttp(H11Protocol):
         # The same TCP connection, now the WebSocket protocol's to count and give back.
         socket = self.transport.get_protocol()
         if counted_as is not None:
-            if hasattr(socket, "counted_as"):
+            if isinstance(socket, BoundedWebSocket):
                 socket.counted_as(counted_as)
             else:
                 self.connection_limits.give_back(counted_as)

@@ -58,22 +58,15 @@ async def during(server: ServerProcess) -> float:
     return await answered_call(server.url, key=KEY)
 
 
-async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    return await asyncio.open_connection("127.0.0.1", PORT[0], local_addr=ATTACKER)
+async def connect(server: ServerProcess) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TCP connection to the server from the attacker's address."""
+    return await asyncio.open_connection("127.0.0.1", server.port, local_addr=ATTACKER)
 
 
-PORT = [0]
-
-
-@pytest.fixture(autouse=True)
-def _port(server: ServerProcess) -> None:
-    PORT[0] = server.port
-
-
-async def send_for(data: bytes, seconds: float) -> int:
+async def send_for(server: ServerProcess, data: bytes, seconds: float) -> int:
     """Write `data` on a new connection, never reading, for at most `seconds`; the bytes
     the server took."""
-    _, writer = await connect()
+    _, writer = await connect(server)
     sent = 0
     with contextlib.suppress(TimeoutError, ConnectionError):
         async with asyncio.timeout(seconds):
@@ -89,7 +82,7 @@ async def test_pipelined_requests_never_read_are_not_buffered(server: ServerProc
     request = b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
     flood = request * (20 * MIB // len(request))
     async with attacked(server):
-        attack = asyncio.gather(send_for(flood, 12), send_for(flood, 12))
+        attack = asyncio.gather(send_for(server, flood, 12), send_for(server, flood, 12))
         answered = await during(server)
         taken = await attack
     log.info("pipelining: %s bytes taken of 2 x %d; a call answered in %.2f s",
@@ -101,7 +94,7 @@ async def test_huge_headers_and_urls_are_refused_at_16_kib(server: ServerProcess
     async def refused(head: bytes, body: bytes, tail: bytes = b"") -> bytes:
         """What the server answered, or b"reset" for a reset before its answer came (it
         closed with our data still unread: a 400 is lost to the reset)."""
-        reader, writer = await connect()
+        reader, writer = await connect(server)
         try:
             writer.write(head)
             for _ in range(len(body) // MIB):
@@ -149,7 +142,7 @@ async def test_idle_connections_are_bounded_and_closed(server: ServerProcess) ->
 
     async def trickled() -> bytes:
         """What a client writing its request's head slowly hears."""
-        reader, writer = await connect()
+        reader, writer = await connect(server)
 
         async def drip() -> None:
             with contextlib.suppress(ConnectionError):
@@ -167,7 +160,7 @@ async def test_idle_connections_are_bounded_and_closed(server: ServerProcess) ->
     async with attacked(server):
         # First one trickling a request's head a byte every half second: cut at request_s.
         cut = asyncio.create_task(trickled())
-        tries = await asyncio.gather(*(connect() for _ in range(connections)),
+        tries = await asyncio.gather(*(connect(server) for _ in range(connections)),
                                      return_exceptions=True)  # fmt: skip
         opened = [t for t in tries if not isinstance(t, BaseException)]
         held = await still_open()

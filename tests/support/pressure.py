@@ -4,14 +4,18 @@ slowest /readyz answer (the event loop's stalls) and how far its RSS rose."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import numpy as np
 import psutil
+import websockets
 
 from tests.support.server import REPO, ServerProcess
 
@@ -69,12 +73,6 @@ async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
 async def answered_call(url: str, *, key: str | None = None, timeout_s: float = 30) -> float:
     """A normal caller of the echo agent over the Realtime WebSocket: a second of audio,
     committed, is played back. Seconds from the socket opening to its first audio."""
-    import base64
-    import json
-
-    import numpy as np
-    import websockets
-
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     started = time.monotonic()
     ws_url = url.replace("http://", "ws://") + "/v1/realtime?model=x"
