@@ -42,14 +42,16 @@ async def test_speaking_over_a_long_answer_stops_it_and_gets_a_new_one(
     assert trial.reaction_s is not None, "reply audio was playing when the user spoke"
     window_s = confirm_window_ms(agent_server.url) / 1000
     assert trial.reaction_s <= window_s + SLACK_S, f"reply audio went on {trial.reaction_s:.3f} s"
-    # /metrics saw one barge-in, stopped once the user had spoken the confirm window.
+    # /metrics saw one barge-in, stopped by the time the user had spoken the confirm
+    # window. Sooner is right too: words heard at the utterance's start ("Wait") hold the
+    # reply before the window is spoken (Interruptions.started); on a busy machine CI saw
+    # 0.22 s against a 0.24 s window.
     reaction = "voice_agent_barge_in_reaction_seconds"
     count, total = (
         after[(f"{reaction}_{part}", ())] - before[(f"{reaction}_{part}", ())]
         for part in ("count", "sum")
     )
-    # (A difference of sums: 0.24 after other barge-ins may read 0.23999999999999977.)
-    assert count == 1 and window_s - 1e-9 <= total < window_s + 0.1, (count, total)
+    assert count == 1 and 0 < total < window_s + 0.1, (count, total)
     # The interruption was heard as a turn of its own and answered.
     assert word_error_rate(INTERRUPTION, trial.interruption_heard) <= 0.5
     assert trial.second["status"] == "completed"
