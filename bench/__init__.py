@@ -5,13 +5,33 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+from pathlib import Path
 
 
 def machine() -> str:
-    """The line each benchmark prints first, so its figures say where they come from."""
+    """The line each benchmark prints first, so its figures say where they come from: the
+    CPU, and the int8 units onnxruntime's kernels use (Kokoro's speed depends on them)."""
     return (
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores ({cpu()}), "
+        f"python {platform.python_version()}"
     )
+
+
+def cpu() -> str:
+    """The CPU's model name and its int8 matrix features, from /proc/cpuinfo (Linux)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    first = info.split("\n\n", 1)[0]  # the first processor's block
+    fields = {key.strip(): value.strip() for key, _, value in
+              (line.partition(":") for line in first.splitlines())}  # fmt: skip
+    name = " ".join(fields.get("model name", platform.processor()).split())
+    flags = set(fields.get("flags", "").split())
+    features = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx_vnni", "AVX-VNNI"),
+                ("avx2", "AVX2"))  # fmt: skip
+    units = [label for flag, label in features if flag in flags]
+    return ", ".join([name, *units[:2]])
 
 
 def quick_run(doc: str | None, quick_help: str, argv: list[str] | None = None) -> bool:

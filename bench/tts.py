@@ -4,6 +4,7 @@ synthesize, for each engine variant, and whether Whisper still hears its words.
     python -m bench.tts                               # every optimization level, 2 threads
     python -m bench.tts --optimization all extended --threads 1 2
     python -m bench.tts --optimization extended --first-words 2 3 4
+    python -m bench.tts --optimization extended --graph shipped matmul
 
 Each variant is the server's own KokoroTTS (the Gate, the urgent priority, the settings)
 built afresh; each clause is synthesized --runs times after a warm-up and the median
@@ -73,17 +74,18 @@ async def measure(args: argparse.Namespace) -> None:
     stt = WhisperSTT(base.stt)
     print(machine())
     print(f"voice {base.tts.voice}; {args.runs} runs a clause, median")
-    print("optimization  threads  first words  first clause ms p50  RTF (20 words)  WER")
-    for level in args.optimization:
-        for threads in args.threads:
-            for words in args.first_words:
-                update = {"optimization": level, "threads": threads}
-                settings = base.tts.model_copy(update=update)
-                first, rtf, wer = await variant(settings, stt, args.runs, words)
-                print(
-                    f"{level:12s} {threads:>8d} {words:>12d} {first:>20.0f} {rtf:>15.2f} "
-                    f"{wer:>5.2f}"
-                )
+    print("graph    optimization  threads  first words  first clause ms p50  RTF (20 words)  WER")
+    for graph in args.graph:
+        for level in args.optimization:
+            for threads in args.threads:
+                for words in args.first_words:
+                    update = {"graph": graph, "optimization": level, "threads": threads}
+                    settings = base.tts.model_copy(update=update)
+                    first, rtf, wer = await variant(settings, stt, args.runs, words)
+                    print(
+                        f"{graph:8s} {level:12s} {threads:>8d} {words:>12d} {first:>20.0f} "
+                        f"{rtf:>15.2f} {wer:>5.2f}"
+                    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--optimization", nargs="+", default=list(OPTIMIZATION),
                         choices=list(OPTIMIZATION))  # fmt: skip
+    parser.add_argument("--graph", nargs="+", default=["matmul"], choices=["matmul", "shipped"])
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
     parser.add_argument("--first-words", type=int, nargs="+", default=[4])
     parser.add_argument("--runs", type=int, default=5)

@@ -12,6 +12,7 @@ import numpy as np
 
 from app.config import TtsSettings
 from app.engines.gate import Gate, default_threads
+from app.engines.kokoro_graph import fast_graph
 from app.errors import EngineError
 from app.vocab.languages import ENGLISH, spoken
 from app.vocab.speech import Speech
@@ -85,6 +86,9 @@ class KokoroTTS:
         if not model or not voices:
             bundled_model, bundled_voices = bundled_model_files()
             model, voices = model or bundled_model, voices or bundled_voices
+        self.model_name = model
+        if settings.graph == "matmul" and settings.provider == "CPUExecutionProvider":
+            model = fast_graph(model)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = settings.threads or default_threads()
         level = OPTIMIZATION[settings.optimization]
@@ -105,12 +109,11 @@ class KokoroTTS:
             raise EngineError(
                 f"tts.voice {settings.voice!r} is not in {voices} (has: {', '.join(self.voices)})"
             )
-        self.model_name = model
         self._gate = Gate("tts", settings.concurrency)
         self._synthesize_sync("Ready.", settings.voice, settings.speed)  # warm up the graph
         log.info(
             "tts loaded: kokoro %s, voice %s (%s) on %s in %.2fs",
-            model,
+            self.model_name if model == self.model_name else f"{self.model_name} as {model}",
             settings.voice,
             settings.lang,
             settings.provider,

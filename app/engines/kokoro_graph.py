@@ -1,0 +1,274 @@
+"""Kokoro's int8 convolutions laid out for onnxruntime's fast int8 kernels.
+
+The bundled Kokoro-82M is dynamically quantized with unsigned weights, and onnxruntime's
+ConvInteger takes only u8 x u8, which MLAS multiplies on its generic path (~380 GOPS on
+two Xeon vCPUs). Unsigned activations times signed weights (u8 x s8) run on its VNNI and
+AMX kernels instead (~3,500 GOPS there, bench/tts_profile.py). So each convolution is
+rewritten, once and cached, as one MatMulInteger over its taps:
+
+    x (1, Cin, T) u8 -> (1, T, Cin), padded -> the k taps' shifted slices side by side
+    (1, T, k*Cin) x weights (k*Cin, Cout) s8 -> (1, T, Cout) -> (1, Cout, T) float
+
+The weights are the same values, dequantized and quantized again as int8 per output
+channel; the activations keep the model's own dynamic u8 quantization.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from app.engines.parts import cache_dir
+
+if TYPE_CHECKING:
+    import onnx
+
+log = logging.getLogger(__name__)
+
+VERSION = 1  # of the rewrite: a cached graph from another version is not used
+# Narrower convolutions (Kokoro's single-channel F0 and noise inputs) gain nothing.
+MIN_CHANNELS = 64
+_END = 2**62  # a slice to the end
+
+
+def fast_graph(source: str) -> str:
+    """The cached rewrite of the ONNX file `source`, made now if missing; `source` itself
+    when it has no convolution to rewrite (an upstream float model)."""
+    stat = Path(source).stat()
+    key = hashlib.sha256(f"{Path(source).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    target = cache_dir() / f"kokoro-matmul-v{VERSION}-{key.hexdigest()[:16]}.onnx"
+    unchanged = target.with_suffix(".unchanged")
+    if target.is_file():
+        return str(target)
+    if unchanged.is_file():
+        return source
+    import onnx
+
+    log.info("rewriting %s's convolutions for int8 matrix kernels into %s (once)",
+             source, target)  # fmt: skip
+    model = onnx.load(source)
+    rewritten = rewrite(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not rewritten:
+        unchanged.touch()
+        return source
+    # Per process, renamed last: servers started side by side may each write it.
+    partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    onnx.save(model, str(partial))
+    partial.replace(target)
+    log.info("%d convolutions rewritten", rewritten)
+    return str(target)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantizedConv:
+    """One ConvInteger as onnxruntime's dynamic quantizer writes it, and what it computes."""
+
+    node: onnx.NodeProto
+    x_q: str  # u8 activations (1, Cin, T), with...
+    x_scale: str  # ...their scale and...
+    x_zero: str  # ...zero point (DynamicQuantizeLinear's outputs)
+    weights: np.ndarray  # float (Cout, Cin, k)
+    bias: np.ndarray | None  # float (Cout,)
+    output: str  # the float result, after the bias and the scales
+    pads: tuple[int, int]
+    dilation: int
+
+
+class Graph:
+    """An ONNX graph's nodes indexed both ways, and the initializers added to it."""
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self.graph = graph
+        self.initializers = {i.name: i for i in graph.initializer}
+        self.producer = {out: node for node in graph.node for out in node.output}
+        self.consumers: dict[str, list[onnx.NodeProto]] = collections.defaultdict(list)
+        for node in graph.node:
+            for name in node.input:
+                self.consumers[name].append(node)
+        self.added: list[onnx.TensorProto] = []
+        self._constants: dict[tuple[Any, ...], str] = {}
+
+    def array(self, name: str) -> np.ndarray:
+        from onnx import numpy_helper
+
+        return numpy_helper.to_array(self.initializers[name])
+
+    def made_by(self, name: str, op_type: str) -> onnx.NodeProto | None:
+        node = self.producer.get(name)
+        return node if node is not None and node.op_type == op_type else None
+
+    def only_consumer(self, name: str, op_type: str) -> onnx.NodeProto | None:
+        consumers = self.consumers.get(name, [])
+        if len(consumers) == 1 and consumers[0].op_type == op_type:
+            return consumers[0]
+        return None
+
+    def add(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.added.append(numpy_helper.from_array(value, name))
+        return name
+
+    def ints(self, *values: int) -> str:
+        """A shared int64 constant."""
+        key = ("i64", *values)
+        if key not in self._constants:
+            name = f"kokoro_graph_i64_{len(self._constants)}"
+            self._constants[key] = self.add(name, np.array(values, dtype=np.int64))
+        return self._constants[key]
+
+
+def rewrite(model: onnx.ModelProto) -> int:
+    """Every wide, unstrided, ungrouped ConvInteger in `model` rewritten in place as a
+    MatMulInteger over its taps; how many were."""
+    graph = Graph(model.graph)
+    replaced: dict[int, list[onnx.NodeProto]] = {}
+    for node in list(model.graph.node):
+        conv = match(graph, node) if node.op_type == "ConvInteger" else None
+        if conv is not None:
+            # In the place of its last node: every input is computed by then.
+            replaced[id(graph.producer[conv.output])] = as_matmul(graph, conv)
+    nodes = [new for node in model.graph.node for new in replaced.get(id(node), [node])]
+    del model.graph.node[:]
+    model.graph.node.extend(needed(nodes, {out.name for out in model.graph.output}))
+    model.graph.initializer.extend(graph.added)
+    used = {name for node in model.graph.node for name in node.input}
+    kept = [i for i in model.graph.initializer if i.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    return len(replaced)
+
+
+def match(graph: Graph, node: onnx.NodeProto) -> QuantizedConv | None:
+    """`node` and the nodes around it, when they are the dynamic quantizer's pattern:
+    DynamicQuantizeLinear -> ConvInteger [-> Add(int32 bias)] -> Cast -> Mul(x_scale *
+    w_scale); None for anything else, which is left as it is."""
+    from onnx import helper
+
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if attributes.get("group", 1) != 1 or list(attributes.get("strides", [1])) != [1]:
+        return None
+    x_q, w_q, _, w_zero = node.input
+    quantize = graph.made_by(x_q, "DynamicQuantizeLinear")
+    if quantize is None or w_q not in graph.initializers or w_zero not in graph.initializers:
+        return None
+    w_int = graph.array(w_q)
+    if w_int.ndim != 3 or w_int.shape[1] < MIN_CHANNELS:
+        return None
+    after, bias = node, None
+    if (add := graph.only_consumer(after.output[0], "Add")) is not None:
+        bias = quantized_bias(graph, add.input[1])
+        if bias is None:
+            return None
+        after = add
+    cast = graph.only_consumer(after.output[0], "Cast")
+    scale = graph.only_consumer(cast.output[0], "Mul") if cast else None
+    scales = graph.made_by(scale.input[1], "Mul") if scale else None
+    if scale is None or scales is None or scales.input[0] != quantize.output[1]:
+        return None
+    w_scale = graph.array(scales.input[1]).astype(np.float32)
+    zero = graph.array(w_zero).astype(np.float32)
+    per_channel = (-1, 1, 1)
+    weights = (w_int.astype(np.float32) - zero.reshape(per_channel if zero.ndim else ())) * (
+        w_scale.reshape(per_channel if w_scale.ndim else ())
+    )
+    pads = attributes.get("pads", [0, 0])
+    return QuantizedConv(
+        node=node,
+        x_q=x_q,
+        x_scale=quantize.output[1],
+        x_zero=quantize.output[2],
+        weights=weights,
+        bias=bias,
+        output=scale.output[0],
+        pads=(int(pads[0]), int(pads[1])),
+        dilation=int(attributes.get("dilations", [1])[0]),
+    )
+
+
+def quantized_bias(graph: Graph, name: str) -> np.ndarray | None:
+    """The float bias behind Reshape(Cast(Floor(Div(bias, x_scale * w_scale))))."""
+    node: onnx.NodeProto | None = graph.producer.get(name)
+    for op_type in ("Reshape", "Cast", "Floor", "Div"):
+        if node is None or node.op_type != op_type:
+            return None
+        if op_type != "Div":
+            node = graph.producer.get(node.input[0])
+    assert node is not None
+    if node.input[0] not in graph.initializers:
+        return None
+    return graph.array(node.input[0]).astype(np.float32).ravel()
+
+
+def as_matmul(graph: Graph, conv: QuantizedConv) -> list[onnx.NodeProto]:
+    """The nodes that compute `conv.output` as one u8 x s8 MatMulInteger over the taps."""
+    from onnx import TensorProto, helper
+
+    out_channels, in_channels, taps = conv.weights.shape
+    # Signed weights per output channel, from the model's own (dequantized) values.
+    peak = np.abs(conv.weights).reshape(out_channels, -1).max(axis=1)
+    w_scale = (np.where(peak > 0, peak, 1.0) / 127).astype(np.float32)
+    w_int8 = np.clip(np.round(conv.weights / w_scale[:, None, None]), -127, 127).astype(np.int8)
+    name = conv.node.name or conv.output
+    # Rows tap by tap, each tap's input channels in order: as the slices are laid side by side.
+    weights = graph.add(f"{name}/taps", w_int8.transpose(2, 1, 0).reshape(-1, out_channels))
+    scales = graph.add(f"{name}/w_scale", w_scale)
+    span = conv.dilation * (taps - 1)
+    node = helper.make_node
+    nodes = [
+        node("Transpose", [conv.x_q], [f"{name}/by_time"], perm=[0, 2, 1]),
+        node(
+            "Pad",
+            [f"{name}/by_time", graph.ints(0, conv.pads[0], 0, 0, conv.pads[1], 0), conv.x_zero],
+            [f"{name}/padded"],
+            mode="constant",
+        ),
+    ]
+    shifted = []
+    for tap in range(taps):
+        start, short = tap * conv.dilation, span - tap * conv.dilation
+        nodes.append(
+            node(
+                "Slice",
+                [
+                    f"{name}/padded",
+                    graph.ints(start),
+                    graph.ints(-short if short else _END),
+                    graph.ints(1),
+                ],
+                [f"{name}/tap{tap}"],
+            )  # fmt: skip
+        )
+        shifted.append(f"{name}/tap{tap}")
+    nodes += [
+        node("Concat", shifted, [f"{name}/columns"], axis=2),
+        node("MatMulInteger", [f"{name}/columns", weights, conv.x_zero], [f"{name}/int"]),
+        node("Cast", [f"{name}/int"], [f"{name}/float"], to=TensorProto.FLOAT),
+        node("Mul", [conv.x_scale, scales], [f"{name}/scale"]),
+        node("Mul", [f"{name}/float", f"{name}/scale"], [f"{name}/scaled"]),
+    ]
+    last = f"{name}/scaled"
+    if conv.bias is not None:
+        bias = graph.add(f"{name}/bias", conv.bias)
+        nodes.append(node("Add", [last, bias], [f"{name}/biased"]))
+        last = f"{name}/biased"
+    nodes.append(node("Transpose", [last], [conv.output], perm=[0, 2, 1]))
+    return nodes
+
+
+def needed(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:
+    """`nodes` (in order) that the graph's `outputs` still depend on."""
+    wanted, kept = set(outputs), []
+    for node in reversed(nodes):
+        if wanted.intersection(node.output):
+            kept.append(node)
+            wanted.update(name for name in node.input if name)
+    return kept[::-1]
