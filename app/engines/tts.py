@@ -12,6 +12,7 @@ import numpy as np
 
 from app.config import TtsSettings
 from app.engines.gate import Gate, default_threads
+from app.engines.kokoro_edges import tightened
 from app.engines.kokoro_graph import fast_graph
 from app.errors import EngineError
 from app.vocab.languages import ENGLISH, spoken
@@ -160,7 +161,7 @@ class KokoroTTS:
             raise EngineError(
                 f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
             ) from exc
-        return Speech(np.asarray(samples, dtype=np.float32), int(rate))
+        return Speech(tightened(np.asarray(samples, dtype=np.float32), int(rate), text), int(rate))
 
     def close(self) -> None:
         self._gate.close()

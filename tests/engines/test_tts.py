@@ -11,7 +11,7 @@ from app.audio.resample import Resampler
 from app.config import TtsSettings
 from app.engines.tts import KokoroTTS, bundled_model_files
 from app.errors import EngineError
-from tests.support.speech import transcribe, word_error_rate
+from tests.support.speech import transcribe, word_error_rate, words
 
 
 async def test_bundled_defaults_speak_english(caplog: pytest.LogCaptureFixture) -> None:
@@ -116,3 +116,20 @@ async def test_the_rewritten_graph_is_the_same_voice_as_the_file() -> None:
     length = min(len(ours), len(theirs))
     apart = float(np.mean(np.abs(log_spectrum(ours[:length]) - log_spectrum(theirs[:length]))))
     assert apart < 0.8, apart
+
+
+async def test_a_sentence_spoken_in_two_pieces_is_heard_as_one(whisper: object) -> None:
+    """A reply's first piece may end mid-phrase. Kokoro's own padding at the join (0.5-0.7
+    s) made Whisper hear "The capital of France. Is Paris?"; cut to the pause the text calls
+    for, the voice also starts within 50 ms of a piece's first sample."""
+    tts = KokoroTTS(TtsSettings())
+    try:
+        pieces = [await tts.synthesize(text) for text in ("The capital of France", "is Paris.")]
+    finally:
+        tts.close()
+    for speech in pieces:
+        assert np.flatnonzero(np.abs(speech.samples) > 0.01)[0] / speech.rate < 0.05
+    joined = np.concatenate([speech.samples for speech in pieces])
+    pcm = (np.clip(joined, -1, 1) * 32767).astype(np.int16)
+    heard = transcribe(whisper, pcm, pieces[0].rate)
+    assert "france is paris" in " ".join(words(heard)), heard
