@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.config import Settings
+from app.engines.cpu_turns import CpuTurns
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm import ChatLLM, OpenAICompatLLM
 from app.engines.stt import SpeechToText, WhisperSTT
@@ -39,7 +40,8 @@ async def load_engines(
     # Sequential on purpose: parallel loads fight over the same cores and the
     # log then tells nothing about which one is slow.
     stt = await asyncio.to_thread(WhisperSTT, settings.stt)
-    tts = await asyncio.to_thread(KokoroTTS, settings.tts)
+    turns = CpuTurns()  # Kokoro's and the embedded LLM's, when both run on the CPU
+    tts = await asyncio.to_thread(KokoroTTS, settings.tts, turns)
     llm: ChatLLM
     if settings.llm.base_url:
         remote = OpenAICompatLLM(settings.llm)
@@ -52,6 +54,7 @@ async def load_engines(
                 unreachable("llm", str(exc))
         llm = remote
     else:
-        llm = await asyncio.to_thread(LlamaCppLLM, settings.llm)
+        on_cpu = settings.tts.provider == "CPUExecutionProvider"
+        llm = await asyncio.to_thread(LlamaCppLLM, settings.llm, turns if on_cpu else None)
     log.info("engines ready in %.2fs", time.perf_counter() - started)
     return Engines(stt=stt, llm=llm, tts=tts)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import LlmSettings
+from app.engines.cpu_turns import CpuTurns
 from app.engines.gate import Gate, default_threads
 from app.engines.llm import choice_deltas
 from app.engines.llm_models import EMBEDDED, gguf_path
@@ -67,11 +68,13 @@ def avoid_amx() -> bool:
 class LlamaCppLLM:
     """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
 
-    def __init__(self, settings: LlmSettings) -> None:
+    def __init__(self, settings: LlmSettings, turns: CpuTurns | None = None) -> None:
+        """`turns`: shared with a synthesis on the same cores (each token is a turn)."""
         from llama_cpp import Llama
 
         avoid_amx()
         self._settings = settings
+        self._turns = turns or CpuTurns()
         path = settings.model_path or gguf_path(settings.embedded)
         self.model_name = (
             path.rsplit("/", 1)[-1] if settings.model_path else EMBEDDED[settings.embedded].title
@@ -154,7 +157,7 @@ class LlamaCppLLM:
             stop=stop,
         )
         self._count_prompt(prompt, tokens)
-        for chunk in chunks:
+        for chunk in self._turns.each(chunks):
             text = chunk["choices"][0]["text"]  # type: ignore[index]
             if text:
                 if tokens is not None:
@@ -173,7 +176,7 @@ class LlamaCppLLM:
         )
         if tokens is not None:
             self._count_prompt(self._render(messages)[0], tokens)
-        for chunk in chunks:
+        for chunk in self._turns.each(chunks):
             deltas = choice_deltas(chunk)  # type: ignore[arg-type]
             if deltas and tokens is not None:
                 tokens.completion += 1

@@ -11,6 +11,7 @@ from typing import Protocol, cast
 import numpy as np
 
 from app.config import TtsSettings
+from app.engines.cpu_turns import CpuTurns
 from app.engines.gate import Gate, default_threads
 from app.engines.kokoro_edges import tightened
 from app.engines.kokoro_graph import fast_graph
@@ -77,11 +78,13 @@ def bundled_model_files() -> tuple[str, str]:
 
 
 class KokoroTTS:
-    def __init__(self, settings: TtsSettings) -> None:
+    def __init__(self, settings: TtsSettings, turns: CpuTurns | None = None) -> None:
+        """`turns`: shared with an in-process LLM on the same cores."""
         import onnxruntime
         from kokoro_onnx import Kokoro
 
         self._settings = settings
+        self._turns = turns or CpuTurns()
         started = time.perf_counter()
         model, voices = settings.model_path, settings.voices_path
         if not model or not voices:
@@ -154,9 +157,14 @@ class KokoroTTS:
     def _synthesize_sync(self, text: str, voice: str, speed: float, language: str = "") -> Speech:
         lang, phonemes = self._phonemizer(text, language)
         try:
-            samples, rate = self._kokoro.create(
-                phonemes or text, voice=voice, speed=speed, lang=lang, is_phonemes=bool(phonemes)
-            )
+            with self._turns.turn():
+                samples, rate = self._kokoro.create(
+                    phonemes or text,
+                    voice=voice,
+                    speed=speed,
+                    lang=lang,
+                    is_phonemes=bool(phonemes),
+                )
         except (ValueError, RuntimeError) as exc:  # nothing speakable, unknown voice
             raise EngineError(
                 f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
