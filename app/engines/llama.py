@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from app.config import LlmSettings
 from app.engines.cpu_turns import CpuTurns
@@ -157,8 +157,9 @@ class LlamaCppLLM:
             stop=stop,
         )
         self._count_prompt(prompt, tokens)
-        for chunk in self._turns.each(chunks):
-            text = chunk["choices"][0]["text"]  # type: ignore[index]
+        # stream=True: an iterator of chunks (the stubs also allow one response).
+        for chunk in self._turns.each(cast(Iterator[Any], chunks)):
+            text = chunk["choices"][0]["text"]
             if text:
                 if tokens is not None:
                     tokens.completion += 1  # llama.cpp streams a token per chunk
@@ -176,8 +177,8 @@ class LlamaCppLLM:
         )
         if tokens is not None:
             self._count_prompt(self._render(messages)[0], tokens)
-        for chunk in self._turns.each(chunks):
-            deltas = choice_deltas(chunk)  # type: ignore[arg-type]
+        for chunk in self._turns.each(cast(Iterator[Any], chunks)):
+            deltas = choice_deltas(chunk)
             if deltas and tokens is not None:
                 tokens.completion += 1
             yield from deltas
