@@ -57,7 +57,7 @@ class Heard:
 
 def pieces_of(text: str, first_words: int, growth: float = 2.0) -> list[str]:
     """The pieces the server cuts `text` into, its words arriving one by one."""
-    chunker = ClauseChunker(first_max_words=first_words, growth=growth)
+    chunker = ClauseChunker(first_max_words=first_words, growth=growth, phrases=True)
     pieces: list[str] = []
     for word in text.split(" "):
         pieces += chunker.push(word + " ")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from app.agent.phrases import PHRASE_MIN_WORDS, in_number, phrase_boundary
+
 SENTENCE_END = ".!?"
 CLAUSE_END = ",;:"
 # Chinese and Japanese marks: no space follows them, and their text has no words to count.
@@ -48,7 +50,11 @@ class ClauseChunker:
         clause_min_words: int = 6,
         max_words: int = 18,
         growth: float = 2.0,
+        phrases: bool = False,
     ) -> None:
+        """`phrases`: the text is English, and pieces end where its phrases do: the first
+        at its first clause mark or phrase boundary (at most twice `first_max_words`
+        in), a later one cut at its limit at a phrase boundary close by."""
         self._buffer = ""
         self._emitted = 0
         self._first_chars = 0
@@ -57,6 +63,7 @@ class ClauseChunker:
         self._clause_min = clause_min_words
         self._max_words = max_words
         self._growth = growth
+        self._phrases = phrases
 
     def push(self, delta: str) -> list[str]:
         self._buffer += delta
@@ -92,6 +99,8 @@ class ClauseChunker:
         first = self._emitted == 0
         clause_min = self._first_min if first else self._clause_min
         max_words = self._first_max if first else self._max_words
+        if first and self._phrases:
+            clause_min, max_words = 1, 2 * self._first_max
         # Kokoro's time grows with a piece's sounds, not its words: the limit is in
         # characters.
         soft_chars = self._first_chars * self._growth**self._emitted
@@ -100,6 +109,8 @@ class ClauseChunker:
         words = 0
         in_word = False
         run = 0  # characters since the last space
+        word_start = before = 0  # where the word in hand starts, and the one before it
+        cuts = [0, 0, 0]  # the last phrase boundary seen of each kind (phrase_boundary)
         for index, char in enumerate(self._buffer):
             run = 0 if char.isspace() else run + 1
             if run > max(max_words * CHARS_PER_WORD, RUN_MIN_CHARS):
@@ -117,13 +128,33 @@ class ClauseChunker:
                     return index
                 if previous in CLAUSE_END and (words >= clause_min or at_soft_max is not None):
                     return index
+                if self._phrases and words >= 2:
+                    kind = phrase_boundary(
+                        self._buffer[before:word_start], self._buffer[word_start:index]
+                    )
+                    cuts[kind] = word_start
+                    if first and kind == 2 and words > PHRASE_MIN_WORDS:
+                        return word_start
                 if words >= max_words:
-                    return index
+                    return (cuts[2] or cuts[1] or index) if first and self._phrases else index
                 if at_soft_max is None and not first and index >= soft_chars:
                     at_soft_max, soft_words = index, words
                 elif at_soft_max is not None and words >= soft_words + LOOKAHEAD_WORDS:
-                    return at_soft_max
+                    # Where the last phrase ended, if that was near the limit; a number
+                    # is not cut ("three hundred | and eighty").
+                    near = [cut for cut in cuts[:0:-1] if cut >= soft_chars / 2]
+                    if near:
+                        return near[0]
+                    if not self._phrases or not self._in_number(at_soft_max):
+                        return at_soft_max
+                    at_soft_max = None
             elif not in_word:
                 in_word = True
                 words += 1
+                before, word_start = word_start, index
         return None
+
+    def _in_number(self, cut: int) -> bool:
+        """Whether the buffer cut at `cut` splits a number written in words."""
+        head, tail = self._buffer[:cut].split(), self._buffer[cut:].split()
+        return bool(head and tail) and in_number(head[-1], tail[0])

@@ -28,6 +28,7 @@ from app.errors import EngineError
 from app.streams import Channel
 from app.tasks import cancel_task
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from app.vocab.languages import ENGLISH
 from app.vocab.speech import Speech, Transcript
 
 log = logging.getLogger(__name__)
@@ -241,7 +242,11 @@ class AgentResponder:
         embedded worker (or, for vLLM, the stream through TCP) for just that long.
         """
         timings = request.timings
-        chunker = ClauseChunker(first_max_words=self._first_chunk_words, growth=self._pace.growth)
+        chunker = ClauseChunker(
+            first_max_words=self._first_chunk_words,
+            growth=self._pace.growth,
+            phrases=(request.language or ENGLISH) == ENGLISH,
+        )
         try:
             async with contextlib.aclosing(self._stream(request)) as deltas:
                 async for delta in deltas:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from app.agent.chunker import ClauseChunker, speakable
 
 
@@ -143,3 +145,37 @@ def test_text_without_spaces_is_cut_at_the_word_limit_in_characters() -> None:
     assert "".join(pieces + chunker.flush()) == thai, "nothing lost"
     english = "Supercalifragilisticexpialidocious is long, they say. "
     assert ClauseChunker().push(english)[0] == "Supercalifragilisticexpialidocious is long,"
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        # The first piece ends where a speaker may pause: before the verb, at a mark...
+        ["The capital of France", "is Paris."],
+        ["The moon", "is about three hundred and eighty thousand kilometres away from the Earth."],
+        ["Sure,", "I can turn on the kitchen lights", "for you right now."],
+        ["I'm doing well,", "thank you for asking.", "How can I help you today?"],
+        # ...never after a word that needs the next one, nor inside a short sentence,...
+        ["Paris is the capital of France."],
+        ["Blue and yellow make green."],
+        # ...and with no such place in twice first_max_words, before the last phrase.
+        ["It takes about ten minutes to boil", "an egg in a pot of water."],
+    ],
+    ids=lambda pieces: pieces[0],
+)
+def test_english_pieces_end_where_phrases_do(pieces: list[str]) -> None:
+    text = " ".join(pieces)
+    assert feed(ClauseChunker(phrases=True, growth=3.6), text) == pieces
+
+
+def test_a_later_piece_is_not_cut_inside_a_number() -> None:
+    """At its limit a piece ends at a phrase boundary close by, or later than the limit
+    rather than between number words."""
+    text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
+    assert feed(ClauseChunker(phrases=True, growth=1.5), text) == [
+        "The moon",
+        "is about three hundred and eighty thousand kilometres away",
+        "from the Earth.",
+    ]
+    # Without phrases (a reply in another language), the limit alone decides.
+    assert feed(ClauseChunker(growth=1.5), text)[1] == "three hundred and eighty thousand"

@@ -1,0 +1,52 @@
+"""Where an English sentence's phrases end, for a reply's pieces to end there too.
+
+Kokoro speaks each piece as an utterance of its own, so a piece that ends inside a
+phrase ("Sure, I can turn" / "on the lights") is heard broken; one that ends where a
+speaker might pause ("The capital of France" / "is Paris.") is heard whole."""
+
+from __future__ import annotations
+
+# fmt: off
+# Words that open a phrase of their own: a verb's helper, a conjunction, a relative.
+PHRASE_OPENERS = frozenset((
+    "is", "are", "was", "were", "will", "would", "can", "could", "should", "must", "may",
+    "might", "has", "have", "had", "does", "do", "did", "and", "but", "or", "nor", "so",
+    "because", "which", "who", "whose", "that", "where", "when", "while", "if", "than",
+    "though",
+))
+# Words that need the next one: a phrase never ends after them.
+NEEDS_NEXT = PHRASE_OPENERS | frozenset((
+    "the", "a", "an", "of", "to", "in", "on", "at", "for", "with", "from", "by", "about",
+    "as", "into", "onto", "over", "under", "after", "before", "my", "your", "his", "her",
+    "its", "our", "their", "this", "these", "those", "some", "any", "no", "not", "every",
+    "each", "very", "i", "you", "he", "she", "it", "we", "they", "i'm", "it's", "you're",
+    "we're", "they're", "that's", "there's", "what", "how",
+))
+NUMBER_WORDS = frozenset((
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+    "ninety", "hundred", "thousand", "million", "billion", "point",
+))
+# fmt: on
+QUOTES = "\"'“”‘’()"
+# A reply's first piece ends at its first phrase boundary past this many words.
+PHRASE_MIN_WORDS = 2
+
+
+def phrase_boundary(before: str, word: str) -> int:
+    """How surely a listener hears a phrase end between the words `before` and `word`:
+    2 before a verb or a conjunction ("France | is Paris"), 1 before another word that
+    opens a phrase ("minutes | to boil"), 0 inside one ("turn | on", "three | hundred")."""
+    before, word = (w.strip().lower().strip(QUOTES) for w in (before, word))
+    if before in NEEDS_NEXT or before in NUMBER_WORDS or before[-1:].isdigit():
+        return 0
+    if word in PHRASE_OPENERS:
+        return 2
+    return 1 if word in NEEDS_NEXT else 0
+
+
+def in_number(before: str, after: str) -> bool:
+    """Whether a cut between the words `before` and `after` splits a number in words."""
+    before, after = (w.strip().lower().strip(QUOTES) for w in (before, after))
+    return before in NUMBER_WORDS and (after in NUMBER_WORDS or after == "and")
