@@ -31,6 +31,9 @@ USER agent
 RUN mkdir -p /home/agent/.cache/huggingface \
  && python -c 'import aiortc, av, faster_whisper, kokoro_onnx, webrtcvad; av.codec.Codec("libopus", "w"); import app.main'
 RUN python -c 'import os; from app.engines import silero_vad, smart_turn, stt, tts; paths = [stt.bundled_model_path(), stt.bundled_model_path("auto"), *tts.bundled_model_files(), smart_turn.bundled_model_path(), silero_vad.bundled_model_path()]; missing = [p for p in paths if not os.path.exists(p)]; assert not missing, missing; print(*paths, sep="\n")'
+# Kokoro's convolutions rewritten for the int8 matrix kernels (tts.graph matmul), cached in
+# ~/.cache/voice-agent like the rest, so the first start does not make it.
+RUN python -c 'from app.engines import kokoro_graph, tts; print(kokoro_graph.fast_graph(tts.bundled_model_files()[0]))'
 
 # Bind every interface: the port is published or, under compose, on the host's network.
 ENV VOICE_SERVER__HOST=0.0.0.0
