@@ -120,3 +120,18 @@ def test_the_rewrite_is_made_once_and_a_float_model_is_used_as_it_is(
     assert fast_graph(str(models["float"])) == str(models["float"])
     monkeypatch.setattr(kokoro_graph, "rewrite", not_again)
     assert fast_graph(str(models["float"])) == str(models["float"])
+
+
+def test_seven_bit_weights_for_cpus_that_add_products_in_sixteen_bits(
+    models: dict[str, Path], tmp_path: Path
+) -> None:
+    """Without VNNI or AMX, u8 x s8 products are added in pairs into 16 bits: weights are
+    kept to 7 bits there (weight_levels), and compute the same convolutions."""
+    model = onnx.load(models["quantized"])
+    assert rewrite(model, levels=63) == 2
+    taps = [numpy_helper.to_array(i) for i in model.graph.initializer if i.name.endswith("/taps")]
+    assert len(taps) == 2 and all(np.abs(t.astype(int)).max() == 63 for t in taps)
+    onnx.save(model, tmp_path / "seven.onnx")
+    x = rng.normal(0, 1, (1, 64, 200)).astype(np.float32)
+    got, exact = outputs(tmp_path / "seven.onnx", x), outputs(models["float"], x)
+    assert relative_error(got["y"], exact["y"]) < 0.03
