@@ -3,6 +3,7 @@
     python -m bench.capacity                 # echo agent, then the embedded agent
     python -m bench.capacity --agent echo --max 8
     python -m bench.capacity --agent llm --llm-url http://127.0.0.1:8001/v1   # vLLM as the LLM
+    python -m bench.capacity --agent llm -- --tts-graph shipped   # server flags after --
 
 For each agent it runs 1, 2, 3, ... concurrent sessions (each speaking
 `--turns` utterances) until voice-to-voice p50 exceeds `--degrade` times the
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the agent's LLM: an OpenAI-compatible server such as vLLM "
         "(http://127.0.0.1:8001/v1 under `make vllm`); default: embedded llama.cpp",
     )
+    parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
     args = parser.parse_args(argv)
     print(machine())
     folder = Path(tempfile.mkdtemp(prefix="capacity-"))
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 *llm_flags(args.llm_url),
                 "--sip-port",
                 str(free_udp_port()),
+                *args.server_args,
             ],  # fmt: skip
             folder / f"{agent}.log",
         )
