@@ -9,8 +9,9 @@ rewritten, once and cached, as one MatMulInteger over its taps:
     x (1, Cin, T) u8 -> (1, T, Cin), padded -> the k taps' shifted slices side by side
     (1, T, k*Cin) x weights (k*Cin, Cout) s8 -> (1, T, Cout) -> (1, Cout, T) float
 
-The weights are the same values, dequantized and quantized again as int8 per output
-channel; the activations keep the model's own dynamic u8 quantization.
+The weights are the same integers, moved into int8's range with a zero point to match,
+where the CPU has VNNI or AMX; elsewhere they are quantized again to 7 bits (weight_bits).
+The activations keep the model's own dynamic u8 quantization.
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ VERSION = 1  # of the rewrite: a cached graph from another version is not used
 # Narrower convolutions (Kokoro's single-channel F0 and noise inputs) gain nothing.
 MIN_CHANNELS = 64
 _END = 2**62  # a slice to the end
+SEVEN_BITS = 63
 
 
 def fast_graph(source: str) -> str:
     """The cached rewrite of the ONNX file `source`, made now if missing; `source` itself
     when it has no convolution to rewrite (an upstream float model)."""
     stat = Path(source).stat()
-    levels = weight_levels()
+    exact = exact_weights()
     key = hashlib.sha256(f"{Path(source).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    target = cache_dir() / f"kokoro-matmul-v{VERSION}-s{levels}-{key.hexdigest()[:16]}.onnx"
+    kind = "exact" if exact else "7bit"
+    target = cache_dir() / f"kokoro-matmul-v{VERSION}-{kind}-{key.hexdigest()[:16]}.onnx"
     unchanged = target.with_suffix(".unchanged")
     if target.is_file():
         return str(target)
@@ -55,7 +58,7 @@ def fast_graph(source: str) -> str:
     log.info("rewriting %s's convolutions for int8 matrix kernels into %s (once)",
              source, target)  # fmt: skip
     model = onnx.load(source)
-    rewritten = rewrite(model, levels)
+    rewritten = rewrite(model, exact=exact)
     target.parent.mkdir(parents=True, exist_ok=True)
     if not rewritten:
         unchanged.touch()
@@ -68,17 +71,16 @@ def fast_graph(source: str) -> str:
     return str(target)
 
 
-def weight_levels() -> int:
-    """How far signed weights may reach: all of int8 where the CPU multiplies u8 by s8
-    with VNNI or AMX (into 32 bits); 7 bits elsewhere, since AVX2's u8 x s8 instruction
-    adds pairs of products into 16 bits, which full-range weights can overflow
-    (onnxruntime's quantization guide: reduce_range). Measured on Kokoro, 7-bit weights
-    sound the same: log spectra 0.395 from the shipped file's, 8-bit 0.387."""
+def exact_weights() -> bool:
+    """Whether the model's weights can be kept exactly: all of int8 is safe where the CPU
+    multiplies u8 by s8 with VNNI or AMX (into 32 bits). AVX2's u8 x s8 instruction adds
+    pairs of products into 16 bits, which full-range weights can overflow (onnxruntime's
+    quantization guide: reduce_range), so elsewhere they keep to 7 bits."""
     try:
         flags = Path("/proc/cpuinfo").read_text().split("\nflags", 1)[1].split("\n", 1)[0]
     except (OSError, IndexError):
-        return 63
-    return 127 if {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags.split()) else 63
+        return False
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags.split()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +91,21 @@ class QuantizedConv:
     x_q: str  # u8 activations (1, Cin, T), with...
     x_scale: str  # ...their scale and...
     x_zero: str  # ...zero point (DynamicQuantizeLinear's outputs)
-    weights: np.ndarray  # float (Cout, Cin, k)
+    w_int: np.ndarray  # (Cout, Cin, k), u8 or s8, with...
+    w_zero: np.ndarray  # ...their zero point and scale, each one or one per output channel
+    w_scale: np.ndarray
     bias: np.ndarray | None  # float (Cout,)
     output: str  # the float result, after the bias and the scales
     pads: tuple[int, int]
     dilation: int
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The weights' float values (Cout, Cin, k)."""
+        per_channel = (-1, 1, 1)
+        zero = self.w_zero.astype(np.float32).reshape(per_channel if self.w_zero.ndim else ())
+        scale = self.w_scale.reshape(per_channel if self.w_scale.ndim else ())
+        return (self.w_int.astype(np.float32) - zero) * scale
 
 
 class Graph:
@@ -140,16 +152,16 @@ class Graph:
         return self._constants[key]
 
 
-def rewrite(model: onnx.ModelProto, levels: int = 127) -> int:
+def rewrite(model: onnx.ModelProto, *, exact: bool = True) -> int:
     """Every wide, unstrided, ungrouped ConvInteger in `model` rewritten in place as a
-    MatMulInteger over its taps, its weights in -`levels`..`levels`; how many were."""
+    MatMulInteger over its taps, its weights kept `exact` or in 7 bits; how many were."""
     graph = Graph(model.graph)
     replaced: dict[int, list[onnx.NodeProto]] = {}
     for node in list(model.graph.node):
         conv = match(graph, node) if node.op_type == "ConvInteger" else None
         if conv is not None:
             # In the place of its last node: every input is computed by then.
-            replaced[id(graph.producer[conv.output])] = as_matmul(graph, conv, levels)
+            replaced[id(graph.producer[conv.output])] = as_matmul(graph, conv, exact)
     nodes = [new for node in model.graph.node for new in replaced.get(id(node), [node])]
     del model.graph.node[:]
     model.graph.node.extend(needed(nodes, {out.name for out in model.graph.output}))
@@ -188,19 +200,15 @@ def match(graph: Graph, node: onnx.NodeProto) -> QuantizedConv | None:
     scales = graph.made_by(scale.input[1], "Mul") if scale else None
     if scale is None or scales is None or scales.input[0] != quantize.output[1]:
         return None
-    w_scale = graph.array(scales.input[1]).astype(np.float32)
-    zero = graph.array(w_zero).astype(np.float32)
-    per_channel = (-1, 1, 1)
-    weights = (w_int.astype(np.float32) - zero.reshape(per_channel if zero.ndim else ())) * (
-        w_scale.reshape(per_channel if w_scale.ndim else ())
-    )
     pads = attributes.get("pads", [0, 0])
     return QuantizedConv(
         node=node,
         x_q=x_q,
         x_scale=quantize.output[1],
         x_zero=quantize.output[2],
-        weights=weights,
+        w_int=w_int,
+        w_zero=graph.array(w_zero),
+        w_scale=graph.array(scales.input[1]).astype(np.float32),
         bias=bias,
         output=scale.output[0],
         pads=(int(pads[0]), int(pads[1])),
@@ -222,20 +230,34 @@ def quantized_bias(graph: Graph, name: str) -> np.ndarray | None:
     return graph.array(node.input[0]).astype(np.float32).ravel()
 
 
-def as_matmul(graph: Graph, conv: QuantizedConv, levels: int) -> list[onnx.NodeProto]:
-    """The nodes that compute `conv.output` as one u8 x s8 MatMulInteger over the taps,
-    its weights in -`levels`..`levels`."""
+def signed_weights(
+    conv: QuantizedConv, exact: bool
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(s8 weights (Cout, Cin, k), their zero point or None, their scale): the model's own
+    integers moved by 128 where `exact` (u8 - zero == (u8 - 128) - (zero - 128)), or the
+    float values quantized again to 7 bits per output channel."""
+    if exact and conv.w_int.dtype == np.uint8:
+        moved = (conv.w_int.astype(np.int16) - 128).astype(np.int8)
+        return moved, (conv.w_zero.astype(np.int16) - 128).astype(np.int8), conv.w_scale
+    if exact and conv.w_int.dtype == np.int8:
+        return conv.w_int, conv.w_zero.astype(np.int8), conv.w_scale
+    weights = conv.weights
+    peak = np.abs(weights).reshape(len(weights), -1).max(axis=1)
+    scale = (np.where(peak > 0, peak, 1.0) / SEVEN_BITS).astype(np.float32)
+    ints = np.clip(np.round(weights / scale[:, None, None]), -SEVEN_BITS, SEVEN_BITS)
+    return ints.astype(np.int8), None, scale
+
+
+def as_matmul(graph: Graph, conv: QuantizedConv, exact: bool) -> list[onnx.NodeProto]:
+    """The nodes that compute `conv.output` as one u8 x s8 MatMulInteger over the taps."""
     from onnx import TensorProto, helper
 
-    out_channels, in_channels, taps = conv.weights.shape
-    # Signed weights per output channel, from the model's own (dequantized) values.
-    peak = np.abs(conv.weights).reshape(out_channels, -1).max(axis=1)
-    w_scale = (np.where(peak > 0, peak, 1.0) / levels).astype(np.float32)
-    w_int8 = np.clip(np.round(conv.weights / w_scale[:, None, None]), -levels, levels)
-    w_int8 = w_int8.astype(np.int8)
+    w_int8, w_zero, w_scale = signed_weights(conv, exact)
+    out_channels, _, taps = w_int8.shape
     name = conv.node.name or conv.output
     # Rows tap by tap, each tap's input channels in order: as the slices are laid side by side.
     weights = graph.add(f"{name}/taps", w_int8.transpose(2, 1, 0).reshape(-1, out_channels))
+    zeros = [] if w_zero is None else [graph.add(f"{name}/w_zero", w_zero)]
     scales = graph.add(f"{name}/w_scale", w_scale)
     span = conv.dilation * (taps - 1)
     node = helper.make_node
@@ -266,7 +288,7 @@ def as_matmul(graph: Graph, conv: QuantizedConv, levels: int) -> list[onnx.NodeP
         shifted.append(f"{name}/tap{tap}")
     nodes += [
         node("Concat", shifted, [f"{name}/columns"], axis=2),
-        node("MatMulInteger", [f"{name}/columns", weights, conv.x_zero], [f"{name}/int"]),
+        node("MatMulInteger", [f"{name}/columns", weights, conv.x_zero, *zeros], [f"{name}/int"]),
         node("Cast", [f"{name}/int"], [f"{name}/float"], to=TensorProto.FLOAT),
         node("Mul", [conv.x_scale, scales], [f"{name}/scale"]),
         node("Mul", [f"{name}/float", f"{name}/scale"], [f"{name}/scaled"]),
