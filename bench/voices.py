@@ -4,6 +4,7 @@ sentences an agent says, and the server's Whisper (tiny.en) writes down what it 
     python -m bench.voices                        # every voice in the voices file
     python -m bench.voices --voices jf_alpha jf_tebukuro --show-wrong
     python -m bench.voices --speed 1.5                # faster speech
+    python -m bench.voices --graph shipped            # Kokoro's file as shipped
 
 Prints each voice's word error rate (numbers count as the same word written either
 way: "4" is "four") and the seconds of synthesis per second of audio. It asserts
@@ -88,10 +89,13 @@ async def main() -> None:
     parser.add_argument("--voices", nargs="*", help="voices to measure (default: all)")
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--show-wrong", action="store_true")
+    parser.add_argument("--graph", choices=["matmul", "shipped"], default="matmul",
+                        help="tts.graph: rewritten, or the file as shipped")  # fmt: skip
     args = parser.parse_args()
     print(machine())
     whisper = WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
-    tts = KokoroTTS(TtsSettings())
+    tts = KokoroTTS(TtsSettings(graph=args.graph))
+    print(f"tts.graph {args.graph}")
     try:
         for voice in args.voices or tts.voices:
             await measure(tts, whisper, voice, args.speed, args.show_wrong)

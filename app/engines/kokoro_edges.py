@@ -16,7 +16,7 @@ from app.agent.chunker import CLAUSE_END, SENTENCE_END, WIDE_CLAUSE_END, WIDE_SE
 FRAME_S = 0.01
 QUIET_DB = -50  # under the piece's loudest frame; the padding sits near -58
 SILENT_DBFS = -60  # and under this, whatever the loudest frame: there is nothing to cut to
-LEAD_S = 0.02  # kept before the first sound: soft onsets ("h", "f") start under QUIET_DB
+LEAD_S = 0.05  # kept before the first sound: soft onsets ("b", "h") start under QUIET_DB
 TAIL_S = 0.04  # kept after the last sound, as it decays
 FADE_S = 0.01  # at a cut, so it does not click
 SENTENCE_PAUSE_S = 0.25

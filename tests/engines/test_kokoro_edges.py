@@ -45,7 +45,7 @@ def test_a_piece_keeps_its_sound_and_the_pause_its_text_calls_for(
     out = tightened(samples, RATE, text)
     assert len(out) / RATE == pytest.approx(LEAD_S + 1.0 + TAIL_S + pause_s, abs=0.011)
     loud = np.flatnonzero(np.abs(out) > 0.1)
-    assert loud[0] / RATE == pytest.approx(LEAD_S, abs=0.011), "20 ms before the first sound"
+    assert loud[0] / RATE == pytest.approx(LEAD_S, abs=0.011), "LEAD_S before the first sound"
     # The sound itself is untouched: the tone, sample for sample.
     start = int(0.18 * RATE)
     offset = start - int(LEAD_S * RATE)

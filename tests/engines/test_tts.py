@@ -121,14 +121,14 @@ async def test_the_rewritten_graph_is_the_same_voice_as_the_file() -> None:
 async def test_a_sentence_spoken_in_two_pieces_is_heard_as_one(whisper: object) -> None:
     """A reply's first piece may end mid-phrase. Kokoro's own padding at the join (0.5-0.7
     s) made Whisper hear "The capital of France. Is Paris?"; cut to the pause the text calls
-    for, the voice also starts within 50 ms of a piece's first sample."""
+    for, the voice also starts within 100 ms of a piece's first sample."""
     tts = KokoroTTS(TtsSettings())
     try:
         pieces = [await tts.synthesize(text) for text in ("The capital of France", "is Paris.")]
     finally:
         tts.close()
     for speech in pieces:
-        assert np.flatnonzero(np.abs(speech.samples) > 0.01)[0] / speech.rate < 0.05
+        assert np.flatnonzero(np.abs(speech.samples) > 0.01)[0] / speech.rate < 0.1
     joined = np.concatenate([speech.samples for speech in pieces])
     pcm = (np.clip(joined, -1, 1) * 32767).astype(np.int16)
     heard = transcribe(whisper, pcm, pieces[0].rate)
