@@ -165,13 +165,13 @@ class TtsSettings(BaseModel):
         description="onnxruntime's graph optimization level for Kokoro (bench/tts.py "
         "measures each).",
     )
-    # A 4-word clause 608 -> 333 ms, 20 words RTF 0.36 -> 0.21 (2 vCPU Xeon with AMX;
-    # docs/performance/latency.md).
+    # bench.tts: a 4-word clause 689 -> 382 ms, 20 words RTF 0.37 -> 0.22 (2 vCPU Xeon
+    # with AMX; docs/performance/latency.md).
     graph: Literal["matmul", "shipped"] = Field(
         "matmul",
         description="How Kokoro's int8 convolutions run on the CPU provider: matmul rewrites "
         "them once (cached) into the signed products onnxruntime's VNNI and AMX kernels take, "
-        "about 1.7x faster; shipped runs the model file as it is.",
+        "about 1.8x faster here; shipped runs the model file as it is.",
     )
     concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
     timeout_s: float = Field(

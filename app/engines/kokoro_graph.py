@@ -3,14 +3,14 @@
 The bundled Kokoro-82M is dynamically quantized with unsigned weights, and onnxruntime's
 ConvInteger takes only u8 x u8, which MLAS multiplies on its generic path (~380 GOPS on
 two Xeon vCPUs). Unsigned activations times signed weights (u8 x s8) run on its VNNI and
-AMX kernels instead (~3,500 GOPS there, bench/tts_profile.py). So each convolution is
+AMX kernels instead (~3,500 GOPS there; docs/performance/latency.md). So each convolution is
 rewritten, once and cached, as one MatMulInteger over its taps:
 
     x (1, Cin, T) u8 -> (1, T, Cin), padded -> the k taps' shifted slices side by side
     (1, T, k*Cin) x weights (k*Cin, Cout) s8 -> (1, T, Cout) -> (1, Cout, T) float
 
 The weights are the same integers, moved into int8's range with a zero point to match,
-where the CPU has VNNI or AMX; elsewhere they are quantized again to 7 bits (weight_bits).
+where the CPU has VNNI or AMX; elsewhere they are quantized again to 7 bits (exact_weights).
 The activations keep the model's own dynamic u8 quantization.
 """
 
