@@ -79,6 +79,7 @@ OTHER_VALUES: dict[str, object] = {
     "sip.transfer_targets": "sip:*@pbx.example.com",
     "limits.trusted_proxies": "10.0.0.0/8",
     "tts.optimization": "all",
+    "tts.graph": "shipped",
     "server.log_level": "debug",
     "server.event_loop": "asyncio",
     "limits.event_bytes": 65_536,

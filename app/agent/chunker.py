@@ -15,13 +15,10 @@ from __future__ import annotations
 import re
 
 from app.agent.phrases import PHRASE_MIN_WORDS, in_number, phrase_boundary
+from app.vocab.punctuation import CLAUSE_END, SENTENCE_END, WIDE_CLAUSE_END, WIDE_SENTENCE_END
 
-SENTENCE_END = ".!?"
-CLAUSE_END = ",;:"
-# Chinese and Japanese marks: no space follows them, and their text has no words to count.
-WIDE_SENTENCE_END = "。！？"
-WIDE_CLAUSE_END = "、，；："
-# Characters of such text before a wide clause mark that a later piece may end at.
+# Characters of Chinese or Japanese text before a wide clause mark that a later piece may
+# end at.
 WIDE_CLAUSE_MIN_CHARS = 12
 # Text with no spaces (Thai, Chinese, Japanese) has no words to count: a run of this many
 # characters a word is cut where it reaches the piece's word limit, and never one shorter
@@ -31,7 +28,8 @@ RUN_MIN_CHARS = 40
 # Words read past a later piece's limit for a better place to cut.
 LOOKAHEAD_WORDS = 3
 # The limits grow from the first piece's length, but from at least about three
-# words after one that ends a sentence ("Yes."): a pause there is natural.
+# words after one that ends at a mark ("Yes.", "Sure,"): a pause there is natural, and
+# the next piece is not cut to a word ("here" / "is the answer").
 LIMIT_BASE_CHARS = 16
 # Markdown and symbols that TTS would read out or choke on.
 _UNSPEAKABLE = re.compile(r"[*_#`~<>|\[\]{}]+")
@@ -74,7 +72,7 @@ class ClauseChunker:
             if piece:
                 pieces.append(piece)
                 if not self._emitted:
-                    ended = piece[-1] in SENTENCE_END
+                    ended = piece[-1] in SENTENCE_END + CLAUSE_END
                     self._first_chars = max(len(piece), LIMIT_BASE_CHARS if ended else 0)
                 self._emitted += 1
         return pieces
@@ -136,7 +134,12 @@ class ClauseChunker:
                     if first and kind == 2 and words > PHRASE_MIN_WORDS:
                         return word_start
                 if words >= max_words:
-                    return (cuts[2] or cuts[1] or index) if first and self._phrases else index
+                    if not (first and self._phrases):
+                        return index
+                    if cuts[2] or cuts[1]:
+                        return cuts[2] or cuts[1]
+                    if not self._in_number(index):  # else on to the number's end
+                        return index
                 if at_soft_max is None and not first and index >= soft_chars:
                     at_soft_max, soft_words = index, words
                 elif at_soft_max is not None and words >= soft_words + LOOKAHEAD_WORDS:
@@ -155,6 +158,10 @@ class ClauseChunker:
         return None
 
     def _in_number(self, cut: int) -> bool:
-        """Whether the buffer cut at `cut` splits a number written in words."""
-        head, tail = self._buffer[:cut].split(), self._buffer[cut:].split()
-        return bool(head and tail) and in_number(head[-1], tail[0])
+        """Whether the buffer cut at `cut` splits a number written in words, or may: the
+        word after a number word has not come yet."""
+        head = self._buffer[:cut].split()
+        after, space, _ = self._buffer[cut:].lstrip().partition(" ")
+        if not head:
+            return False
+        return in_number(head[-1], after if space else "and")

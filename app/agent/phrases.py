@@ -1,21 +1,27 @@
 """Where an English sentence's phrases end, for a reply's pieces to end there too.
 
 Kokoro speaks each piece as an utterance of its own, so a piece that ends inside a
-phrase ("Sure, I can turn" / "on the lights") is heard broken; one that ends where a
-speaker might pause ("The capital of France" / "is Paris.") is heard whole."""
+phrase ("Sure, I can turn" / "on the lights") is heard broken, and one that begins with
+a verb's helper is spoken as a question: "is Madrid." alone is heard as "Is mud red?",
+and "The capital of France" / "is Paris." as "The capital of France. Is Paris?". A piece
+may end before a conjunction or a relative ("The sky is blue / because..."), or, when
+there is none, before another word that opens a phrase ("to boil", "for you")."""
 
 from __future__ import annotations
 
 # fmt: off
-# Words that open a phrase of their own: a verb's helper, a conjunction, a relative.
+# Words that open a clause of their own: a conjunction, a relative.
 PHRASE_OPENERS = frozenset((
+    "and", "but", "or", "nor", "so", "because", "which", "who", "whose", "that", "where",
+    "when", "while", "if", "than", "though",
+))
+# A verb's helper: a phrase never ends after one, and a piece never begins with one.
+HELPERS = frozenset((
     "is", "are", "was", "were", "will", "would", "can", "could", "should", "must", "may",
-    "might", "has", "have", "had", "does", "do", "did", "and", "but", "or", "nor", "so",
-    "because", "which", "who", "whose", "that", "where", "when", "while", "if", "than",
-    "though",
+    "might", "has", "have", "had", "does", "do", "did",
 ))
 # Words that need the next one: a phrase never ends after them.
-NEEDS_NEXT = PHRASE_OPENERS | frozenset((
+NEEDS_NEXT = PHRASE_OPENERS | HELPERS | frozenset((
     "the", "a", "an", "of", "to", "in", "on", "at", "for", "with", "from", "by", "about",
     "as", "into", "onto", "over", "under", "after", "before", "my", "your", "his", "her",
     "its", "our", "their", "this", "these", "those", "some", "any", "no", "not", "every",
@@ -36,10 +42,13 @@ PHRASE_MIN_WORDS = 2
 
 def phrase_boundary(before: str, word: str) -> int:
     """How surely a listener hears a phrase end between the words `before` and `word`:
-    2 before a verb or a conjunction ("France | is Paris"), 1 before another word that
-    opens a phrase ("minutes | to boil"), 0 inside one ("turn | on", "three | hundred")."""
+    2 before a conjunction ("blue | because"), 1 before another word that opens a phrase
+    ("minutes | to boil"), 0 inside one ("turn | on", "three | hundred") or before a
+    verb's helper ("France | is Paris")."""
     before, word = (w.strip().lower().strip(QUOTES) for w in (before, word))
     if before in NEEDS_NEXT or before in NUMBER_WORDS or before[-1:].isdigit():
+        return 0
+    if word in HELPERS:
         return 0
     if word in PHRASE_OPENERS:
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.agent.chunker import CLAUSE_END, SENTENCE_END, WIDE_CLAUSE_END, WIDE_SENTENCE_END
+from app.vocab.punctuation import CLAUSE_END, SENTENCE_END, WIDE_CLAUSE_END, WIDE_SENTENCE_END
 
 FRAME_S = 0.01
 QUIET_DB = -50  # under the piece's loudest frame; the padding sits near -58

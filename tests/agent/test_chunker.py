@@ -150,16 +150,18 @@ def test_text_without_spaces_is_cut_at_the_word_limit_in_characters() -> None:
 @pytest.mark.parametrize(
     "pieces",
     [
-        # The first piece ends where a speaker may pause: before the verb, at a mark...
-        ["The capital of France", "is Paris."],
-        ["The moon", "is about three hundred and eighty thousand kilometres away from the Earth."],
-        ["Sure,", "I can turn on the kitchen lights", "for you right now."],
+        # The first piece ends where a clause may begin: at a mark, before a conjunction...
+        ["Sure,", "I can turn on the kitchen lights for you right now."],
         ["I'm doing well,", "thank you for asking.", "How can I help you today?"],
-        # ...never after a word that needs the next one, nor inside a short sentence,...
-        ["Paris is the capital of France."],
+        ["The sky is blue", "because the air scatters blue light more than red light."],
+        # ...never before a verb's helper, which Kokoro would speak as a question ("is
+        # Madrid." alone is heard "Is mud red?"), nor inside a short sentence...
+        ["The capital of Spain is Madrid."],
         ["Blue and yellow make green."],
-        # ...and with no such place in twice first_max_words, before the last phrase.
+        # ...and with no such place in twice first_max_words, before the last phrase,
+        # past a number's end.
         ["It takes about ten minutes to boil", "an egg in a pot of water."],
+        ["The moon is about three hundred and eighty thousand", "kilometres away."],
     ],
     ids=lambda pieces: pieces[0],
 )
@@ -171,10 +173,10 @@ def test_english_pieces_end_where_phrases_do(pieces: list[str]) -> None:
 def test_a_later_piece_is_not_cut_inside_a_number() -> None:
     """At its limit a piece ends at a phrase boundary close by, or later than the limit
     rather than between number words."""
-    text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
+    text = "Sure, it is about three hundred and eighty thousand kilometres away from the Earth."
     assert feed(ClauseChunker(phrases=True, growth=1.5), text) == [
-        "The moon",
-        "is about three hundred and eighty thousand kilometres away",
+        "Sure,",
+        "it is about three hundred and eighty thousand kilometres away",
         "from the Earth.",
     ]
     # Without phrases (a reply in another language), the limit alone decides.

@@ -167,7 +167,9 @@ async def test_echo_guard_ignores_the_agents_own_voice_but_not_the_user() -> Non
 async def test_client_cancel_clear_and_truncate() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
-    engines.tts.seconds_per_word = 0.2
+    # The reply's first piece is "Sure," (app/agent/phrases.py): a second of audio, still
+    # playing when the client cancels.
+    engines.tts.seconds_per_word = 1.0
     assert isinstance(engines.llm, FakeLLM)
     engines.llm.hold_after = 6  # still generating when the client cancels, however late
     # A cancel while the reply plays.
@@ -200,10 +202,11 @@ async def test_client_cancel_clear_and_truncate() -> None:
     item_id = second.item_id
     message = session.history.find(item_id)
     assert message is not None and not message.interrupted
-    session.items.truncate(item_id, 250)
-    assert sent[-1] == msg.ItemTruncated(item_id, 250)
-    assert message.interrupted and message.content == heard_text(message.timeline, 250)
-    # Clauses of 4 words at 50 ms a word: the first whole, not one word of the second.
+    session.items.truncate(item_id, 200)
+    assert sent[-1] == msg.ItemTruncated(item_id, 200)
+    assert message.interrupted and message.content == heard_text(message.timeline, 200)
+    # "Sure," whole, then three of the seven words of "here is the answer you asked for."
+    # (50 ms a word, each word's share by its letters).
     assert message.content == "Sure, here is the"
     # Bad truncations are refused.
     with pytest.raises(UnknownItem):
@@ -250,7 +253,7 @@ async def test_a_barge_in_ends_the_request_on_a_real_openai_compatible_server(
 async def test_a_reply_that_crashes_still_ends_with_response_done() -> None:
     session, sent, _, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
-    engines.tts.crash_on = "answer you asked for."
+    engines.tts.crash_on = "here is the answer you asked for."  # its second piece
     await play_script(session, [(0.0, noise(800)), (0.8, silence(700))])
     await wait_for(sent, msg.ReplyEnded)
     assert sent.nth(msg.ReplyEnded).status == "failed"

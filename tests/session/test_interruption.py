@@ -280,7 +280,7 @@ async def test_a_held_reply_makes_no_more_audio_until_it_resumes() -> None:
     engines.stt.script = [FIRST, "Yeah."]
     engines.stt.brief_script = ["Yeah, and so"]  # the start of it sounds like more to come
     engines.llm.echo_question = True
-    engines.llm.hold_after = 4  # the first clause, then the rest only when released
+    engines.llm.hold_after = 6  # the first clause (to its comma), then the rest when released
     engines.tts.seconds_per_word = 0.5
     # Up to the moment the user's speech over the reply is confirmed (and held).
     await play_script(session, [*OVER_THE_REPLY[:3], (3.5, noise(500))])

@@ -9,12 +9,14 @@ from tests.session.fakes import FakeTTS, make_session, noise, silence, wait_for
 async def test_an_unspeakable_clause_is_skipped_and_the_reply_goes_on() -> None:
     session, sent, audio, engines = make_session()
     assert isinstance(engines.tts, FakeTTS)
-    engines.tts.refuse = {"answer you asked for."}
+    # The reply's pieces: "Sure," and "here is the answer you asked for." (the first
+    # ends at its mark, app/agent/phrases.py).
+    engines.tts.refuse = {"Sure,"}
     session.push_audio(silence(300) + noise(800) + silence(700))
     await wait_for(sent, msg.ReplyEnded)
     done = sent.nth(msg.ReplyEnded)
     assert done.status == "completed"
-    assert done.text == "Sure, here is the"
+    assert done.text == "here is the answer you asked for."
     assert audio.writes
     await session.close()
 
