@@ -192,6 +192,6 @@ class TtsSettings(BaseModel):
         le=40,
         description="The reply's first spoken piece ends at a clause mark or after this many "
         "words, whichever comes first: fewer starts the voice sooner, more sounds smoother. "
-        "An English reply's ends at its first phrase boundary instead, at most twice this "
-        "many words in (app/agent/phrases.py).",
+        "An English reply's ends at its first mark or before a conjunction instead, at "
+        "most twice this many words in (app/agent/phrases.py).",
     )
