@@ -50,7 +50,7 @@ async def test_a_piece_ready_in_time_plays_right_after() -> None:
 def test_pieces_are_cut_as_the_server_cuts_a_streamed_reply() -> None:
     text = "The capital of France is Paris, a city known for its art and food."
     assert pieces_of(text, 4) == [
-        "The capital of France",
-        "is Paris, a city known for its art and food.",
+        "The capital of France is Paris,",
+        "a city known for its art and food.",
     ]
     assert " ".join(pieces_of(text, 2)) == text
