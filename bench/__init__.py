@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-from pathlib import Path
+
+from app.engines.cpu import cpu_info
 
 
 def machine() -> str:
@@ -18,20 +19,12 @@ def machine() -> str:
 
 
 def cpu() -> str:
-    """The CPU's model name and its int8 matrix features, from /proc/cpuinfo (Linux)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    first = info.split("\n\n", 1)[0]  # the first processor's block
-    fields = {key.strip(): value.strip() for key, _, value in
-              (line.partition(":") for line in first.splitlines())}  # fmt: skip
-    name = " ".join(fields.get("model name", platform.processor()).split())
-    flags = set(fields.get("flags", "").split())
+    """The CPU's model name and its int8 matrix features (Linux)."""
+    name, flags = cpu_info()
     features = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx_vnni", "AVX-VNNI"),
                 ("avx2", "AVX2"))  # fmt: skip
     units = [label for flag, label in features if flag in flags]
-    return ", ".join([name, *units[:2]])
+    return ", ".join([name or platform.processor() or "unknown CPU", *units[:2]])
 
 
 def quick_run(doc: str | None, quick_help: str, argv: list[str] | None = None) -> bool:

@@ -108,7 +108,7 @@ class ClauseChunker:
         in_word = False
         run = 0  # characters since the last space
         word_start = before = 0  # where the word in hand starts, and the one before it
-        cuts = [0, 0, 0]  # the last phrase boundary seen of each kind (phrase_boundary)
+        strong = weak = 0  # where the last phrase boundary of each kind (phrase_boundary) is
         for index, char in enumerate(self._buffer):
             run = 0 if char.isspace() else run + 1
             if run > max(max_words * CHARS_PER_WORD, RUN_MIN_CHARS):
@@ -130,14 +130,17 @@ class ClauseChunker:
                     kind = phrase_boundary(
                         self._buffer[before:word_start], self._buffer[word_start:index]
                     )
-                    cuts[kind] = word_start
-                    if first and kind == 2 and words > PHRASE_MIN_WORDS:
-                        return word_start
+                    if kind == 2:
+                        strong = word_start
+                        if first and words > PHRASE_MIN_WORDS:
+                            return word_start
+                    elif kind == 1:
+                        weak = word_start
                 if words >= max_words:
                     if not (first and self._phrases):
                         return index
-                    if cuts[2] or cuts[1]:
-                        return cuts[2] or cuts[1]
+                    if strong or weak:
+                        return strong or weak
                     if not self._in_number(index):  # else on to the number's end
                         return index
                 if at_soft_max is None and not first and index >= soft_chars:
@@ -145,9 +148,9 @@ class ClauseChunker:
                 elif at_soft_max is not None and words >= soft_words + LOOKAHEAD_WORDS:
                     # Where the last phrase ended, if that was near the limit; a number
                     # is not cut ("three hundred | and eighty").
-                    near = [cut for cut in cuts[:0:-1] if cut >= soft_chars / 2]
+                    near = next((cut for cut in (strong, weak) if cut >= soft_chars / 2), 0)
                     if near:
-                        return near[0]
+                        return near
                     if not self._phrases or not self._in_number(at_soft_max):
                         return at_soft_max
                     at_soft_max = None

@@ -40,12 +40,17 @@ QUOTES = "\"'“”‘’()"
 PHRASE_MIN_WORDS = 2
 
 
+def plain(word: str) -> str:
+    """`word` as the lists above spell it: lower case, no quotes or brackets around it."""
+    return word.strip().lower().strip(QUOTES)
+
+
 def phrase_boundary(before: str, word: str) -> int:
     """How surely a listener hears a phrase end between the words `before` and `word`:
     2 before a conjunction ("blue | because"), 1 before another word that opens a phrase
     ("minutes | to boil"), 0 inside one ("turn | on", "three | hundred") or before a
     verb's helper ("France | is Paris")."""
-    before, word = (w.strip().lower().strip(QUOTES) for w in (before, word))
+    before, word = plain(before), plain(word)
     if before in NEEDS_NEXT or before in NUMBER_WORDS or before[-1:].isdigit():
         return 0
     if word in HELPERS:
@@ -57,5 +62,5 @@ def phrase_boundary(before: str, word: str) -> int:
 
 def in_number(before: str, after: str) -> bool:
     """Whether a cut between the words `before` and `after` splits a number in words."""
-    before, after = (w.strip().lower().strip(QUOTES) for w in (before, after))
+    before, after = plain(before), plain(after)
     return before in NUMBER_WORDS and (after in NUMBER_WORDS or after == "and")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.engines.cpu import has_int8_dot_products
 from app.engines.parts import cache_dir
 
 if TYPE_CHECKING:
@@ -76,11 +77,7 @@ def exact_weights() -> bool:
     multiplies u8 by s8 with VNNI or AMX (into 32 bits). AVX2's u8 x s8 instruction adds
     pairs of products into 16 bits, which full-range weights can overflow (onnxruntime's
     quantization guide: reduce_range), so elsewhere they keep to 7 bits."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split("\nflags", 1)[1].split("\n", 1)[0]
-    except (OSError, IndexError):
-        return False
-    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags.split()))
+    return has_int8_dot_products()
 
 
 @dataclass(frozen=True, slots=True)

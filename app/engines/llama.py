@@ -16,10 +16,10 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
-from pathlib import Path
 from typing import Any, cast
 
 from app.config import LlmSettings
+from app.engines.cpu import cpu_info
 from app.engines.cpu_turns import CpuTurns
 from app.engines.gate import Gate, default_threads
 from app.engines.llm import choice_deltas
@@ -36,10 +36,7 @@ MESSAGE = "message:"
 
 
 def cpu_has_amx(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    try:
-        return " amx_int8" in Path(cpuinfo).read_text()
-    except OSError:
-        return False
+    return "amx_int8" in cpu_info(cpuinfo)[1]
 
 
 def avoid_amx() -> bool:
