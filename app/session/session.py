@@ -324,6 +324,8 @@ class Session:
         return await self._responder.transcribe(audio, brief=True, language=language)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
+        # A reply begun in the pause after a backchannel would be kept by the next turn.
+        self._speculation.abandon(item_id)
         self._speech_ends.pop(item_id, None)
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
 

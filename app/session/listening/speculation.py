@@ -40,13 +40,15 @@ class Speculation:
         log.debug("turn ended; speculative reply kept", extra={"session_id": self._session_id})
         return True
 
-    def abandon(self) -> None:
-        turn, self._turn = self._turn, None
-        if turn is None:
+    def abandon(self, item_id: str | None = None) -> None:
+        """Drop the speculation; with `item_id`, only if it answers that utterance (one
+        judged no turn, while a later one may be speculated on already)."""
+        if self._turn is None or (item_id is not None and self._turn.item_id != item_id):
             return
+        turn, self._turn = self._turn, None
         turn.abandoned = True
         self._stats.dropped += 1
         if turn.task is not None:
             turn.task.cancel()
-        log.debug("speech resumed; speculative reply dropped",
+        log.debug("speculative reply dropped",
                   extra={"session_id": self._session_id})  # fmt: skip
