@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -17,11 +18,9 @@ from tests.support.server import ServerProcess, free_port, free_udp_port
 from tests.support.speech import have_espeak, speak_to_wav
 
 
-@pytest.fixture(scope="session")
-def start_server(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Callable[..., ServerProcess]]:
-    """Start `python -m app` with extra flags; every server is stopped at the end."""
+@contextlib.contextmanager
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServerProcess]]:
+    """Start `python -m app` with extra flags; every server started is stopped on leaving."""
     started: list[ServerProcess] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
@@ -31,14 +30,46 @@ def start_server(
         server.wait_healthy()
         return server
 
-    yield start
-    for server in started:
-        server.stop()
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+
+
+# A server lives as long as what started it. Held to the end of the run, the ninety that
+# tests start took 20 GB of the machine's 24 by the last tests, and the reclaim that
+# followed stalled the floods' servers for a second (issue 48's recording flood).
+@pytest.fixture
+def start_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., ServerProcess]]:
+    """Servers for this test alone."""
+    with servers(tmp_path_factory) as start:
+        yield start
+
+
+@pytest.fixture(scope="module")
+def start_module_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., ServerProcess]]:
+    """Servers for a module's tests."""
+    with servers(tmp_path_factory) as start:
+        yield start
 
 
 @pytest.fixture(scope="session")
-def shared_echo_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
-    return start_server("--agent", "echo", "--max-sessions", "4")
+def start_session_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., ServerProcess]]:
+    """Servers that tests across the run share."""
+    with servers(tmp_path_factory) as start:
+        yield start
+
+
+@pytest.fixture(scope="session")
+def shared_echo_server(start_session_server: Callable[..., ServerProcess]) -> ServerProcess:
+    return start_session_server("--agent", "echo", "--max-sessions", "4")
 
 
 @pytest.fixture
@@ -65,21 +96,21 @@ def otlp_collector() -> Iterator[OtlpCollector]:
 
 @pytest.fixture(scope="session")
 def agent_server(
-    start_server: Callable[..., ServerProcess], otlp_collector: OtlpCollector
+    start_session_server: Callable[..., ServerProcess], otlp_collector: OtlpCollector
 ) -> ServerProcess:
     """The real default agent: Whisper tiny.en, SmolLM2 via llama.cpp, Kokoro. It answers
     SIP calls too, on its `sip_port`, and exports its traces to `otlp_collector`."""
-    return start_server(
+    return start_session_server(
         "--max-sessions", "2", "--sip-port", str(free_udp_port()),
         "--server-otlp-endpoint", otlp_collector.url,
     )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
-def steady_agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def steady_agent_server(start_session_server: Callable[..., ServerProcess]) -> ServerProcess:
     """The default agent answering greedily: a test that checks what SmolLM2 says with a
     tool's result gets the same answer every run (at 0.2 it used the result in 5 of 6)."""
-    return start_server("--max-sessions", "2", "--llm-temperature", "0")
+    return start_session_server("--max-sessions", "2", "--llm-temperature", "0")
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +151,7 @@ def multilingual_whisper() -> object:
 
 
 @pytest.fixture(scope="session")
-def multilingual_agent_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def multilingual_agent_server(start_session_server: Callable[..., ServerProcess]) -> ServerProcess:
     """The default agent for callers in any language: Whisper base detecting each
     utterance's language (--stt-language auto). It answers SIP calls too. Greedy, so its
     replies are the same every run: a short one ("Wie spät ist es?" said back) is too
@@ -128,7 +159,7 @@ def multilingual_agent_server(start_server: Callable[..., ServerProcess]) -> Ser
     # SmolLM2: the default Qwen2.5-Coder-0.5B answers in the caller's language too, but so
     # briefly ("Frankreich's Hauptstadt ist Berlin.") that the test's Whisper heard its
     # German as Indonesian; SmolLM2 says more, enough to tell.
-    return start_server(
+    return start_session_server(
         "--max-sessions", "2", "--stt-language", "auto", "--llm-temperature", "0",
         "--llm-embedded", "smollm2-135m", "--sip-port", str(free_udp_port()),
     )  # fmt: skip

@@ -35,9 +35,10 @@ REQUEST_S = 3  # the server's limits.request_s here: slow clients are cut sooner
 
 
 @pytest.fixture(scope="module")
-def server(start_server: Callable[..., ServerProcess]) -> Iterator[ServerProcess]:
-    yield start_server("--agent", "echo", "--max-sessions", "4", "--vad-detector", "webrtcvad",
-                       "--server-api-key", KEY, "--limits-request-s", str(REQUEST_S))  # fmt: skip
+def server(start_module_server: Callable[..., ServerProcess]) -> Iterator[ServerProcess]:
+    yield start_module_server("--agent", "echo", "--max-sessions", "4",
+                              "--vad-detector", "webrtcvad", "--server-api-key", KEY,
+                              "--limits-request-s", str(REQUEST_S))  # fmt: skip
 
 
 @contextlib.asynccontextmanager

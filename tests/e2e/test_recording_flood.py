@@ -122,10 +122,10 @@ async def test_stored_sessions_cannot_fill_memory_with_their_recordings(
     log.info("recording flood: %s; a normal call's first audio after %.2f s", pressure,
              first_audio_s)  # fmt: skip
     assert first_audio_s < 5, "a normal call was answered meanwhile"
-    # Not yet the 1 s the other floods meet: alone this flood's slowest /readyz is 60-192
-    # ms (beside two CPU hogs too), but after ~700 other tests it measured 1,003, 1,025 and
-    # 1,080 ms (polled from a process of its own), cause not yet found (issue 48's note).
-    assert pressure.worst_readyz_s < 1.5, pressure
+    # Alone, 46-192 ms. After ~700 other tests it once measured 1.0-1.1 s: the ninety
+    # servers those tests had left running held 20 GB of the machine's 24, and reclaiming
+    # memory stalled this one (tests/conftest.py now stops a test's servers with it).
+    assert pressure.worst_readyz_s < 1.0, pressure
     assert pressure.grown_mb < 200, pressure
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700, "only this user may look in"
     for session_id in ids:

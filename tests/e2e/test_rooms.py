@@ -116,9 +116,9 @@ def as_int16(samples: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def cancelling_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def cancelling_server(start_module_server: Callable[..., ServerProcess]) -> ServerProcess:
     """The echo agent, cancelling the echo WebRTC peers send back (no echo guard)."""
-    return start_server("--agent", "echo", "--audio-echo-cancellation", "true")
+    return start_module_server("--agent", "echo", "--audio-echo-cancellation", "true")
 
 
 @pytest.fixture(scope="module")

@@ -62,12 +62,10 @@ def haproxy(replicas: dict[str, ServerProcess], log: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def balancer(
-    start_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+    start_module_server: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, dict[str, ServerProcess]]]:
-    replicas = {
-        name: start_server("--agent", "echo", "--max-sessions", "1", "--server-replica", name)
-        for name in REPLICAS
-    }
+    flags = ("--agent", "echo", "--max-sessions", "1", "--server-replica")
+    replicas = {name: start_module_server(*flags, name) for name in REPLICAS}
     with haproxy(replicas, tmp_path_factory.mktemp("haproxy") / "haproxy.log") as url:
         yield url, replicas
 

@@ -38,8 +38,8 @@ def faulty() -> Iterator[FaultyLLM]:
 
 
 @pytest.fixture(scope="module")
-def server(start_server: Callable[..., ServerProcess], faulty: FaultyLLM) -> ServerProcess:
-    return start_server(
+def server(start_module_server: Callable[..., ServerProcess], faulty: FaultyLLM) -> ServerProcess:
+    return start_module_server(
         "--llm-base-url", faulty.url, "--llm-model", "faulty",
         "--llm-first-token-timeout-s", "2", "--llm-stall-timeout-s", "2",
     )  # fmt: skip

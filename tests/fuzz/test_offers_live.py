@@ -21,9 +21,9 @@ ROUTES = [
 
 
 @pytest.fixture(scope="module")
-def server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def server(start_module_server: Callable[..., ServerProcess]) -> ServerProcess:
     """Its own: the pool must be empty between examples."""
-    return start_server("--agent", "echo", "--max-sessions", "2")
+    return start_module_server("--agent", "echo", "--max-sessions", "2")
 
 
 @settings(max_examples=40, deadline=None)

@@ -25,6 +25,11 @@ class Pressure:
     worst_readyz_s: float = 0.0
     rss_before: int = 0
     rss_peak: int = 0
+    # What a stall is set beside: when slow answers came, the least memory the machine had
+    # left, and the processes (the server's aside) that took the most CPU meanwhile.
+    slow_readyz: str = ""
+    least_available: int = 0
+    busiest: str = ""
 
     @property
     def grown_mb(self) -> float:
@@ -33,7 +38,32 @@ class Pressure:
     def __str__(self) -> str:
         before, peak = self.rss_before / 2**20, self.rss_peak / 2**20
         stall_ms = self.worst_readyz_s * 1000
-        return f"slowest /readyz {stall_ms:.0f} ms, RSS {before:.0f} -> {peak:.0f} MB"
+        told = f"slowest /readyz {stall_ms:.0f} ms, RSS {before:.0f} -> {peak:.0f} MB"
+        if self.slow_readyz:
+            told += f" (slow answers: {self.slow_readyz}; machine memory left at least "
+            told += f"{self.least_available / 2**20:.0f} MB; busiest: {self.busiest})"
+        return told
+
+
+def cpu_seconds() -> dict[int, tuple[str, float]]:
+    """Every process's name and CPU time so far, by pid."""
+    seconds = {}
+    for process in psutil.process_iter(["name", "cpu_times"]):
+        times = process.info["cpu_times"]
+        if times is not None:
+            seconds[process.pid] = (process.info["name"], times.user + times.system)
+    return seconds
+
+
+def busiest(before: dict[int, tuple[str, float]], others_than: int) -> str:
+    """The three processes other than `others_than` that took the most CPU since `before`."""
+    used = {
+        (pid, name): spent - before.get(pid, (name, 0.0))[1]
+        for pid, (name, spent) in cpu_seconds().items()
+        if pid != others_than
+    }
+    ranked = sorted(used, key=used.__getitem__, reverse=True)[:3]
+    return ", ".join(f"{name} ({pid}) {used[pid, name]:.1f} s" for pid, name in ranked)
 
 
 @contextlib.asynccontextmanager
@@ -44,11 +74,15 @@ async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
     process = psutil.Process(server.proc.pid)
     pressure = Pressure(rss_before=process.memory_info().rss)
     pressure.rss_peak = pressure.rss_before
+    pressure.least_available = psutil.virtual_memory().available
+    cpu_before = cpu_seconds()
     stop = threading.Event()
 
     def sample_rss() -> None:
         while not stop.is_set():
             pressure.rss_peak = max(pressure.rss_peak, process.memory_info().rss)
+            available = psutil.virtual_memory().available
+            pressure.least_available = min(pressure.least_available, available)
             stop.wait(0.05)
 
     poller = await asyncio.create_subprocess_exec(
@@ -65,9 +99,13 @@ async def watching(server: ServerProcess) -> AsyncIterator[Pressure]:
         await asyncio.sleep(0.5)  # what the last messages left the server to do
         stop.set()
         poller.stdin.close()
-        worst, _ = await asyncio.wait_for(poller.communicate(), 150)
+        told, _ = await asyncio.wait_for(poller.communicate(), 150)
+        worst, _, slow = told.decode().partition("\n")
         pressure.worst_readyz_s = float(worst.strip() or "inf")
+        pressure.slow_readyz = slow.strip()
         await asyncio.to_thread(sampler.join)
+        if pressure.slow_readyz:
+            pressure.busiest = await asyncio.to_thread(busiest, cpu_before, server.proc.pid)
 
 
 async def answered_call(url: str, *, key: str | None = None, timeout_s: float = 30) -> float:

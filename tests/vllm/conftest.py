@@ -36,9 +36,11 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
 
 
 @pytest.fixture(scope="session")
-def vllm_agent(start_server: Callable[..., ServerProcess], vllm: VllmServer) -> ServerProcess:
+def vllm_agent(
+    start_session_server: Callable[..., ServerProcess], vllm: VllmServer
+) -> ServerProcess:
     """The default agent (Whisper, Kokoro) with vLLM as its LLM; 4 slots for the batching test."""
-    return start_server("--llm-base-url", vllm.url, "--max-sessions", "4")
+    return start_session_server("--llm-base-url", vllm.url, "--max-sessions", "4")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
