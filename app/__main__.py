@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
 
 import uvicorn
 from pydantic import ValidationError
 
 from app.calls.manager import CallManager
+from app.logs import flush_logs
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -123,6 +125,17 @@ class DrainingServer(uvicorn.Server):
             await self._calls.shutdown()
         finally:
             super().handle_exit(sig, frame)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, with the log written out before it re-raises a signal it caught:
+        that ends the process at once, and what the log's thread still held would be
+        lost (app/logs.py)."""
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                flush_logs()
 
 
 if __name__ == "__main__":

@@ -112,6 +112,12 @@ class LineWriter(logging.Handler):
                     self._changed.notify_all()
 
 
+def flush_logs() -> None:
+    """Wait until every line logged so far is written (FLUSH_S at most)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+
+
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
     """Records to `stream` (stderr), one line each, through a LineWriter."""
     handler = LineWriter(stream or sys.stderr)
