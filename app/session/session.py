@@ -297,7 +297,6 @@ class Session:
     def _speech_ended(self, event: UtteranceEnded) -> None:
         item_id, self._item_id = self._item_id, new_id("item")
         if self._turns.echo_only:  # its start was never told either
-            self._speculation.abandon()
             self._dropped(item_id, "as echo")
             return
         self._emit(msg.SpeechStopped(item_id, event.audio_end_ms, event.silence_ms))
@@ -324,7 +323,8 @@ class Session:
         return await self._responder.transcribe(audio, brief=True, language=language)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
-        # A reply begun in the pause after a backchannel would be kept by the next turn.
+        # A reply begun in its pause (after a backchannel, an echo) would be kept by the
+        # next turn.
         self._speculation.abandon(item_id)
         self._speech_ends.pop(item_id, None)
         log.info("dropped utterance %s %s", item_id, why, extra={"session_id": self.id})
