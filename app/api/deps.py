@@ -23,5 +23,16 @@ def calls_of(connection: HTTPConnection) -> CallManager:
     return calls
 
 
-Shared = Annotated[Runtime, Depends(runtime_of)]
-Calls = Annotated[CallManager, Depends(calls_of)]
+# The dependencies are coroutines though they await nothing: FastAPI runs a plain `def`
+# one on its thread pool, and under a pipelining flood that hop waited 0.5-1.8 s for the
+# GIL (tests/api/test_no_thread_hops.py).
+async def _runtime(connection: HTTPConnection) -> Runtime:
+    return runtime_of(connection)
+
+
+async def _calls(connection: HTTPConnection) -> CallManager:
+    return calls_of(connection)
+
+
+Shared = Annotated[Runtime, Depends(_runtime)]
+Calls = Annotated[CallManager, Depends(_calls)]
