@@ -11,8 +11,10 @@ For each reply text and first-piece length this cuts the text as the server does
 KokoroTTS, and lays them on the timeline they would play on: each piece starts when
 the one before has ended or when it is ready, whichever is later. It writes that
 timeline as a WAV (and the reply synthesized whole, for reference), and prints the
-first audio, the longest gap inside the reply and what Whisper hears. It asserts
-nothing: whether a piece boundary sounds right is a listener's call.
+first audio, the longest gap inside the reply and what Whisper hears. Each length is
+played twice: its first piece made whole, then in parts as the server makes it (the
+`s` rows, tts.stream_first). It asserts nothing: whether a piece boundary sounds right
+is a listener's call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncio
 import statistics
 import time
 import wave
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +35,8 @@ from app.agent.responders import SynthesisPace
 from app.audio.resample import Resampler
 from app.config import Settings
 from app.engines.stt import WhisperSTT
-from app.engines.tts import KOKORO_RATE, KokoroTTS, TextToSpeech
+from app.engines.tts import KOKORO_RATE, KokoroTTS, StreamingTextToSpeech, TextToSpeech
+from app.vocab.speech import Speech
 from bench import machine
 from tests.support.speech import word_error_rate
 
@@ -64,15 +68,28 @@ def pieces_of(text: str, first_words: int, growth: float = 2.0) -> list[str]:
     return pieces + chunker.flush()
 
 
-async def play_out(tts: TextToSpeech, pieces: list[str]) -> tuple[np.ndarray, float, float]:
+async def voiced(
+    tts: TextToSpeech, pieces: list[str], streamed: bool
+) -> AsyncGenerator[Speech, None]:
+    """Each piece's speech as the server makes it; the first in parts when `streamed`."""
+    for index, piece in enumerate(pieces):
+        if index == 0 and streamed and isinstance(tts, StreamingTextToSpeech):
+            async for part in tts.synthesize_parts(piece):
+                yield part
+        else:
+            yield await tts.synthesize(piece, urgent=index == 0)
+
+
+async def play_out(
+    tts: TextToSpeech, pieces: list[str], streamed: bool = False
+) -> tuple[np.ndarray, float, float]:
     """The reply on its playout timeline (24 kHz int16), its first audio and longest gap."""
     clock_s = 0.0  # synthesis runs one piece after another, from the reply's start
     playing_until_s: float | None = None
     timeline: list[np.ndarray] = []
     first_ms, gap_ms = 0.0, 0.0
-    for index, piece in enumerate(pieces):
-        started = time.perf_counter()
-        speech = await tts.synthesize(piece, urgent=index == 0)
+    started = time.perf_counter()
+    async for speech in voiced(tts, pieces, streamed):
         clock_s += time.perf_counter() - started
         samples = np.clip(speech.samples * 32767, -32768, 32767).astype(np.int16)
         if playing_until_s is None:
@@ -83,6 +100,7 @@ async def play_out(tts: TextToSpeech, pieces: list[str]) -> tuple[np.ndarray, fl
             playing_until_s = clock_s
         timeline.append(samples)
         playing_until_s += len(samples) / speech.rate
+        started = time.perf_counter()
     return np.concatenate(timeline), first_ms, gap_ms
 
 
@@ -116,11 +134,13 @@ async def main(first_words: list[int], out: Path) -> None:
             whole, whole_ms, _ = await play_out(tts, [text])
             pace.add(whole_ms / 1000, len(whole) / KOKORO_RATE)
             print(f"   pieces may grow {pace.growth:.2f}x from one to the next")
-            variants = [("whole", [text])] + [
-                (f"first{n}", pieces_of(text, n, pace.growth)) for n in first_words
+            variants = [("whole", [text], False)] + [
+                (f"first{n}{'s' if streamed else ''}", pieces_of(text, n, pace.growth), streamed)
+                for n in first_words
+                for streamed in (False, True)
             ]
-            for name, pieces in variants:
-                samples, first_ms, gap_ms = await play_out(tts, pieces)
+            for name, pieces, streamed in variants:
+                samples, first_ms, gap_ms = await play_out(tts, pieces, streamed)
                 write_wav(out / f"{number:02d}-{name}.wav", samples)
                 heard = await hear(stt, samples)
                 result = Heard(

@@ -24,6 +24,7 @@ from app.agent.chunker import ClauseChunker
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.timings import TurnTimings
 from app.engines import Engines
+from app.engines.tts import StreamingTextToSpeech
 from app.errors import EngineError
 from app.streams import Channel
 from app.tasks import cancel_task
@@ -193,34 +194,38 @@ class AgentResponder:
                     yield clause
                     continue
                 started = time.perf_counter()
+                heard_s = 0.0
                 try:
-                    speech = await self._tts.synthesize(
-                        clause,
-                        voice=request.voice,
-                        speed=request.speed,
-                        urgent=not spoken,
-                        language=request.language,
-                    )
+                    async with contextlib.aclosing(
+                        self._voiced(clause, request, not spoken)
+                    ) as parts:
+                        async for speech in parts:
+                            request.timings.mark("tts_first_audio")
+                            # A part after the first says more of the same clause.
+                            yield Piece("" if heard_s else clause, speech)
+                            heard_s += speech.duration_s
                 except EngineError as exc:
                     unspoken.append(str(exc))
                     log.warning(
-                        "skipped a clause: %s", exc, extra={"session_id": request.session_id}
+                        "skipped %s: %s",
+                        "the rest of a clause" if heard_s else "a clause",
+                        exc,
+                        extra={"session_id": request.session_id},
                     )
-                    continue
+                    if not heard_s:
+                        continue
                 finally:
                     made.one_done()
                 took_s = time.perf_counter() - started
-                self._pace.add(took_s, speech.duration_s)
+                self._pace.add(took_s, heard_s)
                 log.debug(
                     "tts %.0f ms for %.2f s: %r",
                     took_s * 1000,
-                    speech.duration_s,
+                    heard_s,
                     clause,
                     extra={"session_id": request.session_id},
                 )
-                request.timings.mark("tts_first_audio")
                 spoken += 1
-                yield Piece(clause, speech)
             await producer  # re-raise what ended the generation, if anything
             if unspoken and not spoken:
                 raise EngineError(
@@ -228,6 +233,22 @@ class AgentResponder:
                 )
         finally:
             await cancel_task(producer)
+
+    async def _voiced(
+        self, clause: str, request: SpeechRequest, first: bool
+    ) -> AsyncGenerator[Speech, None]:
+        """`clause` spoken; a reply's first in parts where the voice can stream it, the
+        first heard sooner (app/engines/kokoro_stream.py)."""
+        voice, speed, language = request.voice, request.speed, request.language
+        if first and isinstance(self._tts, StreamingTextToSpeech):
+            parts = self._tts.synthesize_parts(clause, voice=voice, speed=speed, language=language)
+            async with contextlib.aclosing(parts):
+                async for speech in parts:
+                    yield speech
+            return
+        yield await self._tts.synthesize(
+            clause, voice=voice, speed=speed, urgent=first, language=language
+        )
 
     async def _generate(
         self, request: SpeechRequest, clauses: Channel[str | ToolCallDelta], made: Progress

@@ -173,6 +173,12 @@ class TtsSettings(BaseModel):
         "them once (cached) into the signed products onnxruntime's VNNI and AMX kernels take, "
         "about 1.8x faster here; shipped runs the model file as it is.",
     )
+    stream_first: bool = Field(
+        True,
+        description="A reply's first piece is heard once Kokoro's decoder has made its "
+        "first ~0.5 s, then continues with the whole piece's audio "
+        "(app/engines/kokoro_stream.py); off: once all of it is made.",
+    )
     concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
     timeout_s: float = Field(
         15.0, gt=0, description="A clause taking longer to synthesize is skipped (tts_timeout)."

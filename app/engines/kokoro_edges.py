@@ -34,10 +34,13 @@ def pause_after(text: str) -> float:
     return 0.0
 
 
-def tightened(samples: np.ndarray, rate: int, text: str) -> np.ndarray:
+def tightened(
+    samples: np.ndarray, rate: int, text: str, *, head: bool = True, tail: bool = True
+) -> np.ndarray:
     """`samples` of `text` from just before its first sound to just after its last, then
     the pause its last mark calls for; as they are when nothing in them is louder than
-    the padding."""
+    the padding. A piece's first part (kokoro_stream) has only its `head` cut, the rest
+    only its `tail`."""
     frame = max(1, int(rate * FRAME_S))
     frames = len(samples) // frame
     if frames == 0:
@@ -47,13 +50,13 @@ def tightened(samples: np.ndarray, rate: int, text: str) -> np.ndarray:
     loud = np.flatnonzero(power > quiet)
     if len(loud) == 0:
         return samples
-    start = max(0, loud[0] * frame - int(LEAD_S * rate))
-    end = min(len(samples), (loud[-1] + 1) * frame + int(TAIL_S * rate))
+    start = max(0, loud[0] * frame - int(LEAD_S * rate)) if head else 0
+    end = min(len(samples), (loud[-1] + 1) * frame + int(TAIL_S * rate)) if tail else len(samples)
     kept = samples[start:end].copy()
     fade = min(len(kept), int(FADE_S * rate))
     if start > 0:
         kept[:fade] *= np.linspace(0, 1, fade, dtype=kept.dtype)
     if end < len(samples):
         kept[len(kept) - fade :] *= np.linspace(1, 0, fade, dtype=kept.dtype)
-    pause = np.zeros(int(pause_after(text) * rate), dtype=samples.dtype)
+    pause = np.zeros(int(pause_after(text) * rate) if tail else 0, dtype=samples.dtype)
     return np.concatenate([kept, pause])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
-from typing import Protocol, cast
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -15,13 +16,26 @@ from app.engines.cpu_turns import CpuTurns
 from app.engines.gate import Gate, default_threads
 from app.engines.kokoro_edges import tightened
 from app.engines.kokoro_graph import fast_graph
+from app.engines.kokoro_stream import (
+    MAX_TOKENS,
+    RIGHT_CONTEXT,
+    SAMPLES_PER_FRAME,
+    Features,
+    SplitSession,
+    first_frames,
+    first_part,
+    rest,
+    split_graph,
+)
 from app.errors import EngineError
 from app.vocab.languages import ENGLISH, spoken
 from app.vocab.speech import Speech
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 KOKORO_RATE = 24_000
+PACE_WEIGHT = 0.3  # of the latest synthesis in the decoder's pace
 # tts.optimization -> onnxruntime's GraphOptimizationLevel
 OPTIMIZATION = {
     "disabled": "ORT_DISABLE_ALL",
@@ -60,6 +74,15 @@ class TextToSpeech(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class StreamingTextToSpeech(Protocol):
+    """A voice that can make a piece in parts, the first heard before the rest is made."""
+
+    def synthesize_parts(
+        self, text: str, *, voice: str | None = None, speed: float | None = None, language: str = ""
+    ) -> AsyncGenerator[Speech, None]: ...
 
 
 def bundled_model_files() -> tuple[str, str]:
@@ -103,10 +126,16 @@ class KokoroTTS:
                 f"tts.provider {settings.provider} is not in this onnxruntime build "
                 f"(available: {', '.join(available)})"
             )
-        session = onnxruntime.InferenceSession(
-            model, sess_options=options, providers=[settings.provider]
-        )
-        self._kokoro = Kokoro.from_session(session, voices)
+
+        def loaded(path: str) -> Any:
+            return onnxruntime.InferenceSession(
+                path, sess_options=options, providers=[settings.provider]
+            )
+
+        split = split_graph(model) if settings.stream_first else None
+        self._split = SplitSession(loaded(split[0]), loaded(split[1]), model) if split else None
+        self._ms_per_frame = 0.0  # the decoder's pace so far: how long a first part must be
+        self._kokoro = Kokoro.from_session(self._split or loaded(model), voices)
         self.voices = sorted(self._kokoro.voices.keys())
         self._phonemizer = Phonemizer(settings.lang)
         if settings.voice not in self.voices:
@@ -133,15 +162,33 @@ class KokoroTTS:
         urgent: bool = False,
         language: str = "",
     ) -> Speech:
+        voice, speed = voice or self._settings.voice, speed or self._settings.speed
+        return await self._gated(text, urgent, self._synthesize_sync, text, voice, speed, language)
+
+    async def synthesize_parts(
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        language: str = "",
+    ) -> AsyncGenerator[Speech, None]:
+        """`text` as a reply's first piece, urgent: its first ~0.5 s as soon as it is
+        made, then the rest (kokoro_stream); one part when the piece is too short to
+        gain, or the model cannot be cut."""
+        voice, speed = voice or self._settings.voice, speed or self._settings.speed
+        started = await self._gated(text, True, self._start_sync, text, voice, speed, language)
+        if isinstance(started, Speech):
+            yield started
+            return
+        yield started.first
+        yield await self._gated(text, True, self._rest_sync, started)
+
+    async def _gated(self, text: str, urgent: bool, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in the gate's turn, its failures told as EngineErrors naming `text`."""
         try:
             return await self._gate.run(
-                self._synthesize_sync,
-                text,
-                voice or self._settings.voice,
-                speed or self._settings.speed,
-                language,
-                priority=0 if urgent else 1,
-                timeout_s=self._settings.timeout_s,
+                fn, *args, priority=0 if urgent else 1, timeout_s=self._settings.timeout_s
             )
         except TimeoutError:
             raise EngineError(
@@ -158,6 +205,7 @@ class KokoroTTS:
         lang, phonemes = self._phonemizer(text, language)
         try:
             with self._turns.turn():
+                started = time.perf_counter()
                 samples, rate = self._kokoro.create(
                     phonemes or text,
                     voice=voice,
@@ -165,14 +213,78 @@ class KokoroTTS:
                     lang=lang,
                     is_phonemes=bool(phonemes),
                 )
+                self._paced(started, len(samples) // SAMPLES_PER_FRAME)
         except (ValueError, RuntimeError) as exc:  # nothing speakable, unknown voice
             raise EngineError(
                 f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
             ) from exc
         return Speech(tightened(np.asarray(samples, dtype=np.float32), int(rate), text), int(rate))
 
+    def _start_sync(self, text: str, voice: str, speed: float, language: str) -> Speech | _Started:
+        """The piece's first part, or the whole of it when it is not to be cut."""
+        features = self._features(text, voice, speed, language) if self._split else None
+        first = first_frames(features.frames, self._ms_per_frame) if features else None
+        if self._split is None or features is None:
+            return self._synthesize_sync(text, voice, speed, language)
+        with self._turns.turn():
+            begun = time.perf_counter()
+            if first is None:
+                whole = self._split.decode(features, 0, features.frames)
+                self._paced(begun, features.frames)
+                return Speech(tightened(whole, KOKORO_RATE, text), KOKORO_RATE)
+            played, held = first_part(self._split, features, first)
+            self._paced(begun, first + RIGHT_CONTEXT)
+        return _Started(
+            Speech(tightened(played, KOKORO_RATE, text, tail=False), KOKORO_RATE),
+            text,
+            features,
+            first,
+            held,
+        )
+
+    def _rest_sync(self, started: _Started) -> Speech:
+        assert self._split is not None
+        with self._turns.turn():
+            begun = time.perf_counter()
+            after = rest(self._split, started.features, started.frames, started.held)
+            self._paced(begun, started.features.frames)
+        return Speech(tightened(after, KOKORO_RATE, started.text, head=False), KOKORO_RATE)
+
+    def _features(self, text: str, voice: str, speed: float, language: str) -> Features | None:
+        """The front's output for `text`; None for a piece longer than one window of the
+        model (kokoro-onnx cuts those into several)."""
+        lang, phonemes = self._phonemizer(text, language)
+        tokenizer = self._kokoro.tokenizer
+        tokens = tokenizer.tokenize(phonemes or tokenizer.phonemize(text, lang))
+        styles = self._kokoro.voices[voice] if voice in self.voices else None
+        if not tokens or len(tokens) > MAX_TOKENS or styles is None:
+            return None
+        assert self._split is not None
+        style = styles[min(len(tokens), len(styles)) - 1]
+        with self._turns.turn():
+            return self._split.features([0, *tokens, 0], style, speed)
+
+    def _paced(self, started: float, frames: int) -> None:
+        """The decoder's pace, from a synthesis of `frames` begun at `started`."""
+        if frames <= 0:
+            return
+        latest = (time.perf_counter() - started) * 1000 / frames
+        known = self._ms_per_frame
+        self._ms_per_frame = latest if not known else known + PACE_WEIGHT * (latest - known)
+
     def close(self) -> None:
         self._gate.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A piece whose first part is made: what its rest is made from."""
+
+    first: Speech
+    text: str
+    features: Features
+    frames: int  # in the first part
+    held: np.ndarray  # the first part's tail, which the rest fades in over
 
 
 class Phonemizer:
