@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from app.agent.timings import STAGES
+from app.engines.kokoro_edges import LEAD_S, TAIL_S, pause_after
 from bench import machine
 from clients import AgentClient, load_wav
 from tests.support.server import ServerProcess, server_stats
@@ -39,6 +40,9 @@ PROMPTS = [
 ]
 
 
+FRAME_S = 0.02  # of the client's received audio
+
+
 @dataclass
 class Turn:
     v2v_s: float | None
@@ -47,6 +51,9 @@ class Turn:
     # The longest silence between the reply's first and last voiced frames: its own
     # pauses, and any wait for a piece that was not synthesized in time.
     longest_silence_s: float | None
+    # At each join between the reply's pieces: how much longer than the pause its text
+    # calls for the listener waited (a piece not made in time).
+    waits_s: list[float]
     timings_ms: dict[str, float]
     status: str
 
@@ -62,6 +69,24 @@ class Results:
         self.finished += 1
         if self.finished >= self.expected:
             self.all_finished.set()
+
+
+def waits_at_joins(
+    voiced: list[float], clauses: list[tuple[float, str]], lag_s: float
+) -> list[float]:
+    """For each piece after a reply's first (its transcript delta arriving at `at`, sent as
+    its audio starts, heard `lag_s` later): the silence before its first voiced frame,
+    less what the text before it calls for: its mark's pause and the edges Kokoro's
+    padding is cut to (kokoro_edges). `voiced`: arrival times of voiced 20 ms frames."""
+    waits = []
+    for (_, before), (at, _) in zip(clauses, clauses[1:], strict=False):
+        heard = next((t for t in voiced if t >= at + lag_s - 0.03), None)
+        last = max((t for t in voiced if heard is not None and t < heard), default=None)
+        if heard is None or last is None:
+            continue
+        silence = heard - last - FRAME_S
+        waits.append(max(0.0, silence - pause_after(before) - LEAD_S - TAIL_S))
+    return waits
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -93,8 +118,13 @@ async def run_session(
             last = client.recording.last_voice_at()
             voiced = client.recording.voice_times(first, last + 0.001) if first and last else []
             silences = [b - a for a, b in zip(voiced, voiced[1:], strict=False)]
-            deltas = [at for at, e in client.events if e["type"].endswith("transcript.delta")]
-            delta_at = next((at for at in deltas if at >= ended), ended)
+            clauses = [
+                (at, e["delta"])
+                for at, e in client.events
+                if e["type"].endswith("transcript.delta") and at >= ended
+            ]
+            delta_at = clauses[0][0] if clauses else ended
+            lag_s = first - delta_at if first is not None else 0.0
             results.turns.append(
                 Turn(
                     v2v_s=None if first is None else first - ended,
@@ -102,6 +132,7 @@ async def run_session(
                     - ended,
                     playout_s=None if first is None else first - delta_at,
                     longest_silence_s=max(silences, default=None),
+                    waits_s=waits_at_joins(voiced, clauses, lag_s),
                     timings_ms=done["response"].get("timings_ms", {}),
                     status=done["response"]["status"],
                 )
@@ -228,6 +259,12 @@ def report(label: str, results: Results, cpu_pct: float | None) -> None:
         print(
             f"longest silence inside a reply: p50 {percentile(silences, 50):.0f} ms, "
             f"max {max(silences):.0f} ms"
+        )
+    waits = [wait * 1000 for t in results.turns for wait in t.waits_s]
+    if waits:
+        print(
+            f"silence at a join beyond the text's pause ({len(waits)} joins): p50 "
+            f"{percentile(waits, 50):.0f} ms, p95 {percentile(waits, 95):.0f}, max {max(waits):.0f}"
         )
     print("server stages, ms from the end of speech (p50 / p95):")
     for stage in STAGES:

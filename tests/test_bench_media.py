@@ -1,10 +1,13 @@
 """bench.media's split of py-spy samples: waiting threads are not cost, and C time counts
-towards the Python code that called it."""
+towards the Python code that called it. bench.latency's waits at a reply's joins."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from bench.latency import waits_at_joins
 from bench.media import category, split
 
 WAITING = [
@@ -38,3 +41,16 @@ def test_shares_are_of_busy_samples_only(tmp_path: Path) -> None:
         "Opus decode and encode (PyAV, libopus)": 75.0,
         "ours: resample, VAD, pacing, session": 25.0,
     }
+
+
+def test_a_join_counts_only_the_silence_its_text_does_not_call_for() -> None:
+    """bench.latency's waits: after "Sure," (a clause's 120 ms, and the 90 ms of edges) a
+    silence of 0.5 s is a 0.29 s wait; inside a phrase the same silence is all wait."""
+    voiced = [i * 0.02 for i in range(50)] + [1.5 + i * 0.02 for i in range(50)]
+    # The second piece's delta arrives 45 ms before its voice is heard (lag_s).
+    waits = waits_at_joins(voiced, [(0.0, "Sure,"), (1.455, " I can.")], lag_s=0.045)
+    assert waits == pytest.approx([0.5 - 0.12 - 0.09])
+    inside = waits_at_joins(voiced, [(0.0, "The capital of"), (1.455, " France")], lag_s=0.045)
+    assert inside == pytest.approx([0.5 - 0.09])
+    in_time = [i * 0.02 for i in range(100)]  # no silence at the join
+    assert waits_at_joins(in_time, [(0.0, "Sure,"), (0.955, " I can.")], lag_s=0.045) == [0.0]
