@@ -56,6 +56,11 @@ class Gate:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @classmethod
+    def anyone_waiting(cls) -> bool:
+        """Whether a call waits at any engine's gate: work added now delays it."""
+        return any(gate.waiting for gate in list(cls.live))
+
     async def _acquire(self, priority: int) -> None:
         if self._free > 0 and not self._waiters:
             self._free -= 1

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 
 import numpy as np
 import pytest
 
 from app.audio.resample import Resampler
 from app.config import TtsSettings
+from app.engines.gate import Gate
 from app.engines.kokoro_stream import (
     FIRST_FRAMES,
     FRAME_MS,
@@ -147,12 +150,25 @@ async def test_a_first_piece_in_parts_is_the_whole_piece_sooner(whisper: object)
     first is a fraction of the piece, and the two joined are the same words and, but for
     the first part's own normalization, the same voice as the piece made whole. Measured
     on this sentence: 0.3-0.36 apart (the rewritten graph is 0.34 from the shipped file,
-    another voice 1.6). Kokoro cut in two makes the same samples as the uncut graph."""
+    another voice 1.6). Kokoro cut in two makes the same samples as the uncut graph. Under
+    load (a call waiting at an engine's gate) the piece is made whole, once."""
     tts, uncut = KokoroTTS(TtsSettings()), KokoroTTS(TtsSettings(stream_first=False))
     try:
         whole = await tts.synthesize(SENTENCE, urgent=True)
         assert np.array_equal(whole.samples, (await uncut.synthesize(SENTENCE)).samples)
         parts = [speech.samples async for speech in tts.synthesize_parts(SENTENCE)]
+        # While a call waits at an engine's gate, the piece is made once, whole.
+        busy, let_go = Gate("busy", 1), threading.Event()
+        held = asyncio.create_task(busy.run(let_go.wait))
+        waiting = asyncio.create_task(busy.run(lambda: None))
+        for _ in range(3):  # both tasks at the gate: the first in, the second waiting
+            await asyncio.sleep(0)
+        assert Gate.anyone_waiting()
+        loaded = [speech async for speech in tts.synthesize_parts(SENTENCE)]
+        let_go.set()
+        await asyncio.gather(held, waiting)
+        busy.close()
+        assert len(loaded) == 1 and np.array_equal(loaded[0].samples, whole.samples)
     finally:
         tts.close()
         uncut.close()
