@@ -22,6 +22,7 @@ import numpy as np
 
 from app.agent.chunker import ClauseChunker
 from app.agent.reply_guard import ReplyGuard, guarded
+from app.agent.spoken_form import SpokenForm
 from app.agent.timings import TurnTimings
 from app.engines import Engines
 from app.engines.tts import StreamingTextToSpeech
@@ -253,7 +254,8 @@ class AgentResponder:
     async def _generate(
         self, request: SpeechRequest, clauses: Channel[str | ToolCallDelta], made: Progress
     ) -> None:
-        """Stream the reply into clauses; pause while each one is synthesized.
+        """Stream the reply into clauses, each as it is said (spoken_form); pause while
+        each one is synthesized.
 
         On a shared CPU the LLM running alongside a synthesis nearly doubles its time:
         for the first clause that is the wait for the first audio, for the next ones a
@@ -263,6 +265,7 @@ class AgentResponder:
         embedded worker (or, for vLLM, the stream through TCP) for just that long.
         """
         timings = request.timings
+        said = SpokenForm(request.language)
         chunker = ClauseChunker(
             first_max_words=self._first_chunk_words,
             growth=self._pace.growth,
@@ -275,12 +278,12 @@ class AgentResponder:
                     if isinstance(delta, ToolCallDelta):
                         await clauses.put(delta)
                         continue
-                    for clause in chunker.push(delta):
+                    for clause in filter(None, map(said, chunker.push(delta))):
                         timings.mark("first_clause")
                         made.one_given()
                         await clauses.put(clause)
                     await made.all_done()
-            for clause in chunker.flush():
+            for clause in filter(None, map(said, chunker.flush())):
                 timings.mark("first_clause")
                 made.one_given()
                 await clauses.put(clause)

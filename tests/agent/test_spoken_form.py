@@ -1,0 +1,135 @@
+"""What the voice says of an LLM's text (app/agent/spoken_form.py): the forms a small model
+writes for a screen, each as a person would say it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.agent.responders import AgentResponder, Piece, SpeechRequest
+from app.agent.spoken_form import SpokenForm, number_words, ordinal_words, year_words
+from app.agent.timings import TurnTimings
+from app.config import TtsSettings
+from app.engines import Engines
+from app.engines.tts import KokoroTTS
+from tests.session.fakes import FakeLLM, FakeSTT
+from tests.support.speech import transcribe, words
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Ten miles is about 16.1 km.", "Ten miles is about sixteen point one kilometres."),
+        ("It costs $5.50, or £1.", "It costs five dollars and fifty cents, or one pound."),
+        ("A $3 million house.", "A three million dollars house."),
+        ("It's 25°C, about 77°F.",
+         "It's twenty-five degrees Celsius, about seventy-seven degrees Fahrenheit."),
+        ("Meet me at 3:30 pm, or 10:00.", "Meet me at three thirty p m, or ten o'clock."),
+        ("At 9:05 am.", "At nine oh five a m."),
+        ("The 21st century began in 2001.",
+         "The twenty-first century began in two thousand and one."),
+        ("In 1990, prices rose 12%.", "In nineteen ninety, prices rose twelve percent."),
+        ("The 1990s were fun.", "The nineteen nineties were fun."),
+        ("It weighs 1 kg, not 2,500 lbs.",
+         "It weighs one kilogram, not two thousand five hundred pounds."),
+        ("About 5-10 minutes.", "About five to ten minutes."),
+        ("Add 1/2 a cup.", "Add one half a cup."),
+        ("It's -5 degrees.", "It's minus five degrees."),
+        ("2 + 2 = 4", "two plus two equals four"),
+        ("Salt & pepper", "Salt and pepper"),
+        ("100 mph is 160 km/h.",
+         "one hundred miles per hour is one hundred and sixty kilometres per hour."),
+        ("A spider has 8 legs 🕷️!", "A spider has eight legs!"),
+        ("Great job 👍🏽", "Great job"),
+    ],
+)  # fmt: skip
+def test_numbers_units_and_symbols_are_said_in_words(written: str, said: str) -> None:
+    assert SpokenForm()(written) == said
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("**Paris** is the *capital*.", "Paris is the capital."),
+        ("See [the map](https://example.com/map).", "See the map."),
+        ("![a cat](cat.png) Cute.", "a cat Cute."),
+        ("Visit https://www.bbc.co.uk/news today.", "Visit bbc.co.uk today."),
+        ("Run `ls` now.", "Run ls now."),
+        ("## Steps", "Steps"),
+        ("- Preheat the oven.", "Preheat the oven."),
+        ("> Be kind.", "Be kind."),
+        ("~~old~~ new", "old new"),
+        ("Use <b>this</b>.", "Use this."),
+        ("snake_case stays", "snake_case stays"),
+        ("| Day | Temperature (°C) |", "Day, Temperature (degrees Celsius)."),
+        ("|-----|:----:|", ""),
+        ("| Monday | 75°C |", "Monday, seventy-five degrees Celsius."),
+        ("1.", ""),
+        ("---", ""),
+        ("🙂", ""),
+    ],
+)  # fmt: skip
+def test_markup_is_not_read(written: str, said: str) -> None:
+    assert SpokenForm()(written) == said
+
+
+def test_a_code_block_is_not_read_across_clauses() -> None:
+    said = SpokenForm()
+    clauses = ["Here it is: ```python", "print('hi')", "x = 1", "``` Run it.", "Done."]
+    assert [said(clause) for clause in clauses] == ["Here it is:", "", "", "Run it.", "Done."]
+
+
+def test_another_language_keeps_its_numbers_for_its_own_reader() -> None:
+    """espeak-ng reads digits in the voice's language; markup and emoji go all the same."""
+    assert SpokenForm("fr")("Il fait **25°C** 😀, voir https://meteo.fr/x") == (
+        "Il fait 25°C, voir meteo.fr"
+    )
+
+
+def test_number_words() -> None:
+    assert number_words(0) == "zero"
+    assert number_words(42) == "forty-two"
+    assert number_words(100) == "one hundred"
+    assert number_words(1005) == "one thousand and five"
+    assert number_words(1_234_567) == (
+        "one million two hundred and thirty-four thousand five hundred and sixty-seven"
+    )
+    assert [ordinal_words(n) for n in (1, 2, 3, 12, 20, 21, 100)] == [
+        "first", "second", "third", "twelfth", "twentieth", "twenty-first", "one hundredth",
+    ]  # fmt: skip
+    assert [year_words(y) for y in (1815, 1900, 1905, 2000, 2005, 2024)] == [
+        "eighteen fifteen", "nineteen hundred", "nineteen oh five", "two thousand",
+        "two thousand and five", "twenty twenty-four",
+    ]  # fmt: skip
+
+
+async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object) -> None:
+    """Through the responder and the real voice: what a model wrote for a screen is said
+    in words, and the transcript is what was said. Read as written, the same reply is
+    heard as "See asterisk asterisk, HTTPS, slash..." and its emoji as "person walking".
+    (The LLM is a script: what it writes is this test's input.)"""
+    llm = FakeLLM()
+    llm.answer = "See **https://example.com/walks** for 3 walks 🚶."
+    tts = KokoroTTS(TtsSettings())
+    responder = AgentResponder(Engines(stt=FakeSTT(), llm=llm, tts=tts))
+    request = SpeechRequest(
+        "sess_spoken", [{"role": "user", "content": "Any walks nearby?"}], b"",
+        TtsSettings().voice, 1.0, TurnTimings(),
+    )  # fmt: skip
+    try:
+        pieces = [piece async for piece in responder.speak(request)]
+        as_written = await tts.synthesize(llm.answer)
+    finally:
+        tts.close()
+
+    def heard(samples: np.ndarray) -> set[str]:
+        pcm = (np.clip(samples, -1, 1) * 32767).astype(np.int16)
+        return set(words(transcribe(whisper, pcm, 24_000)))
+
+    spoken = [piece for piece in pieces if isinstance(piece, Piece)]
+    said_text = " ".join(piece.text for piece in spoken if piece.text)
+    assert said_text == "See example.com for three walks."
+    read_out = {"asterisk", "https", "http", "slash", "person", "walking"}
+    assert read_out & heard(as_written.samples), "the voice reads markup as written"
+    said = heard(np.concatenate([piece.speech.samples for piece in spoken]))
+    assert "example" in said and not read_out & said, said
