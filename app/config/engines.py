@@ -175,9 +175,9 @@ class TtsSettings(BaseModel):
     )
     stream_first: bool = Field(
         True,
-        description="A reply's first piece is heard once Kokoro's decoder has made its "
-        "first ~0.5 s, then continues with the whole piece's audio "
-        "(app/engines/kokoro_stream.py); off: once all of it is made.",
+        description="An English reply's first piece is heard once Kokoro's decoder has made "
+        "its first ~0.5 s, then continues with the whole piece's audio, while no other call "
+        "waits for an engine (app/engines/kokoro_stream.py); off: once all of it is made.",
     )
     concurrency: int = Field(1, ge=1, le=64, description="Syntheses run at once.")
     timeout_s: float = Field(

@@ -175,11 +175,14 @@ class KokoroTTS:
     ) -> AsyncGenerator[Speech, None]:
         """`text` as a reply's first piece, urgent: its first ~0.5 s as soon as it is
         made, then the rest (kokoro_stream); one part when the piece is too short to
-        gain, the model cannot be cut, or another call waits for an engine."""
+        gain, the model cannot be cut, another call waits for an engine, or the reply is
+        not in English."""
         voice, speed = voice or self._settings.voice, speed or self._settings.speed
-        if Gate.anyone_waiting():
-            # The first part is decoded twice: under load, that delays every reply
-            # waiting behind this one (bench.capacity, 3 sessions: p50 2.6 -> 6.2 s).
+        # The first part is decoded twice: under load, that delays every reply waiting
+        # behind this one (bench.capacity, 3 sessions: p50 2.6 -> 6.2 s). And its sound
+        # is the whole's only nearly: another language, read by a Japanese voice, is
+        # told apart by a narrower margin, and a German reply was heard as Polish.
+        if Gate.anyone_waiting() or (language or ENGLISH) != ENGLISH:
             yield await self._gated(text, True, self._synthesize_sync, text, voice, speed, language)
             return
         started = await self._gated(text, True, self._start_sync, text, voice, speed, language)

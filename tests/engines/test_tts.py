@@ -151,7 +151,8 @@ async def test_a_first_piece_in_parts_is_the_whole_piece_sooner(whisper: object)
     the first part's own normalization, the same voice as the piece made whole. Measured
     on this sentence: 0.3-0.36 apart (the rewritten graph is 0.34 from the shipped file,
     another voice 1.6). Kokoro cut in two makes the same samples as the uncut graph. Under
-    load (a call waiting at an engine's gate) the piece is made whole, once."""
+    load (a call waiting at an engine's gate), or in another language, the piece is made
+    whole, once."""
     tts, uncut = KokoroTTS(TtsSettings()), KokoroTTS(TtsSettings(stream_first=False))
     try:
         whole = await tts.synthesize(SENTENCE, urgent=True)
@@ -169,6 +170,10 @@ async def test_a_first_piece_in_parts_is_the_whole_piece_sooner(whisper: object)
         await asyncio.gather(held, waiting)
         busy.close()
         assert len(loaded) == 1 and np.array_equal(loaded[0].samples, whole.samples)
+        # Another language is made whole too (tests/e2e/test_languages.py: in parts, a
+        # German reply was heard as Polish).
+        german = "Die Hauptstadt von Frankreich ist Paris, eine sehr schöne Stadt."
+        assert len([part async for part in tts.synthesize_parts(german, language="de")]) == 1
     finally:
         tts.close()
         uncut.close()
