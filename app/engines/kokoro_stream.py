@@ -1,13 +1,9 @@
 """Kokoro cut in two at its decoder's inputs, so that a reply's first piece is heard once
-the decoder has made its first ~0.6 s of audio rather than all of it.
+the decoder has made its first ~0.5 s of audio rather than all of it.
 
 The front (text encoder, durations, prosody) takes ~50 ms; the decoder is ~95% of a
 synthesis and grows with the audio it makes (docs/performance/latency.md). Its inputs are
 per frame (600 samples, 25 ms): the aligned text features and the F0 and energy curves.
-So a piece is decoded as two parts: its first frames, with a few more after them as
-right context, then the rest, with context before it, overlapping the first part by a
-short crossfade.
-
 So a piece is decoded twice: its first frames, with a few more after them as right
 context, then the whole of it, which takes over at the end of the first part with a short
 crossfade; what is heard after the seam is the whole's own samples.

@@ -230,17 +230,18 @@ class KokoroTTS:
 
     def _start_sync(self, text: str, voice: str, speed: float, language: str) -> Speech | _Started:
         """The piece's first part, or the whole of it when it is not to be cut."""
-        features = self._features(text, voice, speed, language) if self._split else None
-        first = first_frames(features.frames, self._ms_per_frame) if features else None
-        if self._split is None or features is None:
+        split = self._split
+        features = self._features(split, text, voice, speed, language) if split else None
+        if split is None or features is None:
             return self._synthesize_sync(text, voice, speed, language)
+        first = first_frames(features.frames, self._ms_per_frame)
         with self._turns.turn():
             begun = time.perf_counter()
             if first is None:
-                whole = self._split.decode(features, 0, features.frames)
+                whole = split.decode(features, 0, features.frames)
                 self._paced(begun, features.frames)
                 return Speech(tightened(whole, KOKORO_RATE, text), KOKORO_RATE)
-            played, held = first_part(self._split, features, first)
+            played, held = first_part(split, features, first)
             self._paced(begun, first + RIGHT_CONTEXT)
         return _Started(
             Speech(tightened(played, KOKORO_RATE, text, tail=False), KOKORO_RATE),
@@ -258,7 +259,9 @@ class KokoroTTS:
             self._paced(begun, started.features.frames)
         return Speech(tightened(after, KOKORO_RATE, started.text, head=False), KOKORO_RATE)
 
-    def _features(self, text: str, voice: str, speed: float, language: str) -> Features | None:
+    def _features(
+        self, split: SplitSession, text: str, voice: str, speed: float, language: str
+    ) -> Features | None:
         """The front's output for `text`; None for a piece longer than one window of the
         model (kokoro-onnx cuts those into several)."""
         lang, phonemes = self._phonemizer(text, language)
@@ -267,10 +270,9 @@ class KokoroTTS:
         styles = self._kokoro.voices[voice] if voice in self.voices else None
         if not tokens or len(tokens) > MAX_TOKENS or styles is None:
             return None
-        assert self._split is not None
         style = styles[min(len(tokens), len(styles)) - 1]
         with self._turns.turn():
-            return self._split.features([0, *tokens, 0], style, speed)
+            return split.features([0, *tokens, 0], style, speed)
 
     def _paced(self, started: float, frames: int) -> None:
         """The decoder's pace, from a synthesis of `frames` begun at `started`."""
