@@ -96,7 +96,12 @@ class LlamaCppLLM:
         )
 
     def _warm_up(self) -> None:
-        for _ in self._deltas([{"role": "user", "content": "Hi"}], 2, None, None, None):
+        # With the default instructions: the first call's prompt then starts from cache.
+        hello: list[ChatMessage] = [
+            {"role": "system", "content": self._settings.system_prompt},
+            {"role": "user", "content": "Hi"},
+        ]
+        for _ in self._deltas(hello, 2, None, None, None):
             pass
 
     async def stream(

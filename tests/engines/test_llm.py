@@ -92,8 +92,12 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation(
         yield from decode(self, *args)
 
     monkeypatch.setattr(LlamaCppLLM, "_deltas", recorded)
-    llm = LlamaCppLLM(LlmSettings(max_tokens=48))
+    settings = LlmSettings(max_tokens=48)
+    llm = LlamaCppLLM(settings)
     try:
+        # Warmed up on the default instructions, so a first call's prompt starts cached.
+        cached = llm._llama.detokenize(list(llm._llama._input_ids), special=True).decode()
+        assert settings.system_prompt in cached.split("<|im_end|>")[0], cached
         stream = llm.stream([{"role": "user", "content": "Tell me a long story."}])
         async for _ in stream:
             break
