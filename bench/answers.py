@@ -1,22 +1,25 @@
-"""Which embedded LLM answers a caller right: 32 voice-assistant questions asked of each
+"""Which embedded LLM answers a caller right: 82 voice-assistant questions asked of each
 GGUF, through the server's own llama.cpp engine and reply guard, as the agent asks them.
 
     python -m bench.answers                                # the bundled models found here
     python -m bench.answers --gguf a.gguf b.gguf --runs 1  # any files
     python -m bench.answers --show-wrong                   # and what each got wrong
 
-Each question has the words a right answer says (any one of a group, every group);
-facts, small talk, one-step reasoning, unit conversions, requests a voice agent cannot
-do (it should say so), and tool calls (the tool and its argument must be right). It
-prints, per model: right answers per kind, the first token's time (p50/p95, from the
-request, the prompt included), tokens/s after it, and how often the reply guard cut a
-reply. It asserts nothing.
+Each question has the words a right answer says (any one of a group, every group) and
+words it never says (a claim to be someone else's, or to have done what it cannot);
+facts, small talk, one-step reasoning, unit conversions, how-tos, who it is, requests a
+voice agent cannot do (it should say so), follow-ups that need the turn before, and tool
+calls (the tool and its argument must be right). Half the questions are held out: never
+looked at while choosing the model or its prompt. It prints, per model: right answers
+per kind and per half, the first token's time (p50/p95, from the request, the prompt
+included), tokens/s after it, and how often the reply guard cut a reply. It asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -25,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.agent.persona import filled
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
@@ -69,14 +73,36 @@ class Question:
     # name, then words its arguments must hold.
     expect: tuple[tuple[str, ...], ...]
     tools: tuple[Tool, ...] = ()
+    before: tuple[tuple[str, str], ...] = ()  # earlier turns: (the user's, the agent's)
+    avoid: tuple[str, ...] = ()  # what a right answer never says (regular expressions)
+    held_out: bool = False  # never looked at while choosing the model or the prompt
 
 
 def q(
-    kind: str, text: str, *groups: str | tuple[str, ...], tools: tuple[Tool, ...] = ()
+    kind: str,
+    text: str,
+    *groups: str | tuple[str, ...],
+    tools: tuple[Tool, ...] = (),
+    before: tuple[tuple[str, str], ...] = (),
+    avoid: tuple[str, ...] = (),
 ) -> Question:
-    return Question(kind, text, tuple((g,) if isinstance(g, str) else g for g in groups), tools)
+    expect = tuple((g,) if isinstance(g, str) else g for g in groups)
+    return Question(kind, text, expect, tools, before, avoid)
 
 
+def held_out(*questions: Question) -> list[Question]:
+    return [dataclasses.replace(question, held_out=True) for question in questions]
+
+
+BOTH = (LIGHTS, WEATHER)
+# Claims a voice agent without a tool for them must never make.
+PRETENDS = ("i'll book", "i've booked", "booked", "i'll order", "i've ordered",
+            "i'll call", "i've set", "i'll set", "i'll send", "i've sent", "sure, i'll",
+            r"sure, i can(?!'t| ?not)", r"yes, i can(?!'t| ?not)")  # fmt: skip
+NOT_MINE = ("openai", "chatgpt", "gpt-", "google", "anthropic", "microsoft")
+
+# The first half is the one prompts and models were tuned on (the first 32 are
+# bench.answers' original set); the second is held out.
 QUESTIONS = [
     q("fact", "What is the capital of France?", "paris"),
     q("fact", "What is the capital of Japan?", "tokyo"),
@@ -103,20 +129,85 @@ QUESTIONS = [
     q("conversion", "How many hours are in a day?", ("twenty-four", "twenty four", "24")),
     q("conversion", "How many grams are in a kilogram?", ("thousand", "1000", "1,000")),
     q("conversion", "How many seconds are in a minute?", ("sixty", "60")),
-    q("cannot", "Please make me a cup of coffee.", CANNOT),
-    q("cannot", "Can you water the plants in my garden?", CANNOT),
-    q("cannot", "Drive me to the airport, please.", CANNOT),
-    q("tool", "Please turn on the lights in the kitchen.", "set_lights", "kitchen",
-      tools=(LIGHTS, WEATHER)),
-    q("tool", "Switch off the bedroom lights.", "set_lights", "bedroom", tools=(LIGHTS, WEATHER)),
-    q("tool", "What's the weather like in Berlin today?", "get_weather", "berlin",
-      tools=(LIGHTS, WEATHER)),
-    q("tool", "Is it raining in London?", "get_weather", "london", tools=(LIGHTS, WEATHER)),
+    q("cannot", "Please make me a cup of coffee.", CANNOT, avoid=PRETENDS),
+    q("cannot", "Can you water the plants in my garden?", CANNOT, avoid=PRETENDS),
+    q("cannot", "Drive me to the airport, please.", CANNOT, avoid=PRETENDS),
+    q("tool", "Please turn on the lights in the kitchen.", "set_lights", "kitchen", tools=BOTH),
+    q("tool", "Switch off the bedroom lights.", "set_lights", "bedroom", tools=BOTH),
+    q("tool", "What's the weather like in Berlin today?", "get_weather", "berlin", tools=BOTH),
+    q("tool", "Is it raining in London?", "get_weather", "london", tools=BOTH),
+    q("fact", "What is the boiling point of water in Celsius?", ("hundred", "100")),
+    q("fact", "What gas do plants breathe in?", ("carbon dioxide", "co2")),
+    q("how-to", "How do I boil an egg?", "water", ("minutes", "minute")),
+    q("how-to", "How do I make a cup of tea?", "water", ("tea bag", "teabag", "leaves", "steep")),
+    q("identity", "Who are you?", ("assistant", "vera"), avoid=NOT_MINE),
+    q("identity", "What can you do?", ("answer", "questions", "help", "talk", "chat"),
+      avoid=("can't do that",)),
+    q("identity", "Who made you?", ("qwen", "alibaba", "vera", "voice agent"), avoid=NOT_MINE),
+    q("follow-up", "And what about Germany?", "berlin",
+      before=(("What is the capital of France?", "The capital of France is Paris."),)),
+    q("follow-up", "And a bird?", ("two", "2"),
+      before=(("How many legs does a dog have?", "A dog has four legs."),)),
+    q("follow-up", "What was the number I just told you?", ("seven", "7"),
+      before=(("My lucky number is seven.", "Seven is a nice number!"),)),
+    *held_out(
+        q("fact", "What is the capital of Italy?", "rome"),
+        q("fact", "What is the capital of Canada?", "ottawa"),
+        q("fact", "How many continents are there?", ("seven", "7")),
+        q("fact", "What animal is known as the king of the jungle?", "lion"),
+        q("fact", "How many legs does a dog have?", ("four", "4")),
+        q("fact", "What color do you get when you mix blue and yellow?", "green"),
+        q("fact", "What is the tallest mountain in the world?", "everest"),
+        q("fact", "Who painted the Mona Lisa?", ("leonardo", "da vinci")),
+        q("fact", "How many months are in a year?", ("twelve", "12")),
+        q("fact", "What is the largest planet in our solar system?", "jupiter"),
+        q("fact", "What language do people speak in Brazil?", "portuguese"),
+        q("fact", "What is the opposite of hot?", "cold"),
+        q("reasoning", "What is nine plus six?", ("fifteen", "15")),
+        q("reasoning", "What is twelve divided by four?", ("three", "3")),
+        q("reasoning", "What is half of fifty?", ("twenty-five", "twenty five", "25")),
+        q("reasoning", "If yesterday was Friday, what day is today?", "saturday"),
+        q("conversion", "How many feet are in a yard?", ("three", "3")),
+        q("conversion", "How many days are in a leap year?",
+          ("three hundred sixty-six", "three hundred and sixty-six", "366")),
+        q("conversion", "About how many kilometers are in ten miles?",
+          ("sixteen", "16", "16.1", "sixteen point one")),
+        q("conversion", "How many minutes are in two hours?",
+          ("hundred and twenty", "hundred twenty", "120")),
+        q("how-to", "How do I make scrambled eggs?", ("eggs", "egg"), ("pan", "whisk", "stir")),
+        q("how-to", "How can I fall asleep faster?", ("bed", "sleep", "screen", "relax")),
+        q("how-to", "How long should I brush my teeth?", ("two", "2"), ("minutes", "minute")),
+        q("how-to", "How do I cook rice?", "water", ("boil", "simmer", "cook")),
+        q("small talk", "Tell me a long story about a brave knight and a dragon.",
+          ("knight", "dragon"), avoid=("can't assist", "cannot assist")),
+        q("identity", "What is your name?", ("vera", "assistant"), avoid=NOT_MINE),
+        q("identity", "Which model are you running on?", ("qwen", "model"), avoid=NOT_MINE),
+        q("identity", "Are you a human?", ("no", "not", "ai", "assistant", "computer")),
+        q("cannot", "Book me a table for two tonight.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Order me a pizza, please.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Call my mom for me.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Set an alarm for seven tomorrow morning.", CANNOT, avoid=PRETENDS),
+        q("follow-up", "And Spain?", "madrid",
+          before=(("What is the capital of Portugal?", "The capital of Portugal is Lisbon."),)),
+        q("follow-up", "And how many in a fortnight?", ("fourteen", "14"),
+          before=(("How many days are in a week?", "There are seven days in a week."),)),
+        q("follow-up", "What is my name?", "sam",
+          before=(("Hi, my name is Sam.", "Nice to meet you, Sam!"),)),
+        q("follow-up", "Sorry, I meant Spain.", "madrid",
+          before=(("What is the capital of France?", "The capital of France is Paris."),)),
+        q("tool", "Turn the living room lights off.", "set_lights", ("living", "living_room"),
+          tools=BOTH),
+        q("tool", "Do I need an umbrella in Paris today?", "get_weather", "paris", tools=BOTH),
+        q("tool", "How hot is it in Madrid right now?", "get_weather", "madrid", tools=BOTH),
+        q("tool", "Lights on in the garage, please.", "set_lights", "garage", tools=BOTH),
+    ),
 ]  # fmt: skip
 
 
 def right(question: Question, answer: str) -> bool:
-    said = answer.lower()
+    said = answer.lower().replace("\u2019", "'")
+    if any(re.search(pattern, said) for pattern in question.avoid):
+        return False
     return all(any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", said) for w in g)
                for g in question.expect)  # fmt: skip
 
@@ -131,10 +222,11 @@ class Asked:
 
 
 async def ask(llm: LlamaCppLLM, settings: LlmSettings, question: Question) -> Asked:
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": settings.system_prompt},
-        {"role": "user", "content": question.text},
-    ]
+    system = filled(settings.system_prompt, model=llm.model_name, tools=bool(question.tools))
+    messages: list[ChatMessage] = [{"role": "system", "content": system}]
+    for said, answered in question.before:
+        messages += [{"role": "user", "content": said}, {"role": "assistant", "content": answered}]
+    messages.append({"role": "user", "content": question.text})
     guard = ReplyGuard(settings.max_spoken_words)
     tokens = TokenCount()
     started = time.perf_counter()
@@ -158,14 +250,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
 
 
-async def measure(path: str, runs: int, threads: int, show_wrong: bool, prompt: str) -> None:
+async def measure(
+    path: str, runs: int, threads: int, show_wrong: bool, prompt: str, questions: list[Question]
+) -> None:
     settings = LlmSettings(
         model_path=path, n_threads=threads, **({"system_prompt": prompt} if prompt else {})
     )
     llm = await asyncio.to_thread(LlamaCppLLM, settings)
-    asked = [await ask(llm, settings, question) for _ in range(runs) for question in QUESTIONS]
+    asked = [await ask(llm, settings, question) for _ in range(runs) for question in questions]
     await llm.aclose()
-    kinds = list(dict.fromkeys(question.kind for question in QUESTIONS))
+    kinds = list(dict.fromkeys(question.kind for question in questions))
     per_kind = ", ".join(
         f"{kind} {sum(right(a.question, a.answer) for a in asked if a.question.kind == kind)}"
         f"/{sum(a.question.kind == kind for a in asked)}"
@@ -174,9 +268,17 @@ async def measure(path: str, runs: int, threads: int, show_wrong: bool, prompt: 
     firsts = [a.first_token_s * 1000 for a in asked]
     rates = [a.tokens_per_s for a in asked if a.tokens_per_s]
     total = sum(right(a.question, a.answer) for a in asked)
+    halves = {
+        name: [a for a in asked if a.question.held_out == out]
+        for name, out in (("tuned on", False), ("held out", True))
+    }
     size_mib = os.path.getsize(path) / 2**20  # noqa: ASYNC240
     print(f"\n{Path(path).name}  ({size_mib:.0f} MiB)")
     print(f"  right: {total}/{len(asked)}  ({per_kind})")
+    print("  " + ", ".join(
+        f"{name}: {sum(right(a.question, a.answer) for a in half)}/{len(half)}"
+        for name, half in halves.items()
+    ))  # fmt: skip
     print(f"  first token: p50 {percentile(firsts, 0.5):.0f} ms, "
           f"p95 {percentile(firsts, 0.95):.0f} ms;"
           f"  tokens/s p50 {statistics.median(rates) if rates else 0:.1f}")  # fmt: skip
@@ -184,7 +286,8 @@ async def measure(path: str, runs: int, threads: int, show_wrong: bool, prompt: 
     print(f"  replies cut by the guard: {len(cuts)} ({', '.join(sorted(set(cuts))) or 'none'})")
     for a in asked:
         if show_wrong and not right(a.question, a.answer):
-            print(f"    wrong: {a.question.text!r} -> {json.dumps(a.answer)[:160]}")
+            half = "held out" if a.question.held_out else "tuned on"
+            print(f"    wrong ({half}): {a.question.text!r} -> {json.dumps(a.answer)[:160]}")
 
 
 async def main() -> None:
@@ -196,12 +299,20 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--show-wrong", action="store_true")
     parser.add_argument("--prompt", default="", help="a system prompt (default: the server's)")
+    parser.add_argument(
+        "--half", choices=("tuned", "held-out", "both"), default="both",
+        help="tuned: only the half a prompt may be tuned on",
+    )  # fmt: skip
     args = parser.parse_args()
     print(machine())
     paths = args.gguf or list(installed().values())
-    print(f"{len(QUESTIONS)} questions x {args.runs}, {args.threads} threads")
+    questions = [
+        question for question in QUESTIONS
+        if args.half == "both" or question.held_out == (args.half == "held-out")
+    ]  # fmt: skip
+    print(f"{len(questions)} questions x {args.runs}, {args.threads} threads")
     for path in paths:
-        await measure(path, args.runs, args.threads, args.show_wrong, args.prompt)
+        await measure(path, args.runs, args.threads, args.show_wrong, args.prompt, questions)
 
 
 if __name__ == "__main__":

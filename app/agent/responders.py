@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
+from app.agent.persona import as_told
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.spoken_form import SpokenForm
 from app.agent.timings import TurnTimings
@@ -166,7 +167,7 @@ class AgentResponder:
     def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         """The LLM's reply, never babbling: a response that sets its own length keeps it."""
         deltas = self._llm.stream(
-            request.prompt,
+            as_told(request.prompt, model=self._llm.model_name, tools=bool(request.tools)),
             max_tokens=request.max_tokens,
             tools=request.tools,
             tool_choice=request.tool_choice,

@@ -76,10 +76,16 @@ class LlmSettings(BaseModel):
     )
     model: str = Field("", description="Model name sent to the server (vLLM's served name).")
     api_key: str = Field("", description="Bearer token for the server, if it wants one.")
+    # bench.answers, Qwen2.5-Coder-0.5B: 23 of 40 held-out questions right with "You are
+    # a helpful voice assistant...", 29 with this (it names itself, its model, and what
+    # it cannot do); Qwen2.5-Coder-1.5B 36.
     system_prompt: str = Field(
-        "You are a helpful voice assistant. Answer in one or two short spoken sentences, "
-        "without lists, markdown or emoji.",
-        description="The LLM's instructions, for every session that does not set its own.",
+        "You are Vera, a voice assistant running the {model} model. {abilities} Answer in "
+        "one or two short spoken sentences, without lists, markdown or emoji, unless asked "
+        "for more.",
+        description="The LLM's instructions, for every session that does not set its own. "
+        "In any instructions, {model} is the serving model's name and {abilities} what "
+        "the agent can do: talk only, or act through the session's tools.",
     )
     # Above what max_spoken_words lets a reply reach, so replies end on a sentence there.
     max_tokens: int = Field(

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
+from app.agent.persona import filled
 from app.config import LlmSettings
 from app.engines.cpu import cpu_info
 from app.engines.cpu_turns import CpuTurns
@@ -97,8 +98,9 @@ class LlamaCppLLM:
 
     def _warm_up(self) -> None:
         # With the default instructions: the first call's prompt then starts from cache.
+        told = filled(self._settings.system_prompt, model=self.model_name, tools=False)
         hello: list[ChatMessage] = [
-            {"role": "system", "content": self._settings.system_prompt},
+            {"role": "system", "content": told},
             {"role": "user", "content": "Hi"},
         ]
         for _ in self._deltas(hello, 2, None, None, None):

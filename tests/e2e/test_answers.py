@@ -1,6 +1,7 @@
 """What a caller hears back is right: ten questions spoken by Kokoro (not espeak-ng) to
 the default agent over WebRTC, each in a call of its own; the test's own Whisper hears
-the reply's audio, which must hold the answer for at least 8 of the 10."""
+the reply's audio, which must hold the answer for at least 8 of the 10. Asked who it is,
+it names itself, not a maker its model remembers from training."""
 
 from __future__ import annotations
 
@@ -30,10 +31,29 @@ QUESTIONS = [
 ]
 
 
+WHO = "Who are you?"
+
+
 @pytest.fixture(scope="module")
 async def spoken() -> dict[str, np.ndarray]:
     """Each question as Kokoro says it, 48 kHz int16 as a microphone sends it."""
-    return await kokoro_caller([question for question, _ in QUESTIONS])
+    return await kokoro_caller([question for question, _ in QUESTIONS] + [WHO])
+
+
+async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str]:
+    """A call of its own: what the agent heard, and what the caller heard back."""
+    client = AgentClient(url)
+    await client.connect()
+    try:
+        client.mic.say(audio)
+        await client.wait_for("response.done", timeout_s=90)
+        await client.wait_quiet(client.event_time("response.created"), quiet_s=1.0)
+        reply = np.concatenate(client.recording.frames)
+        said = transcribe(whisper, reply, client.recording.rate)
+    finally:
+        await client.close()
+    transcript = client.of_type("conversation.item.input_audio_transcription.completed")
+    return (transcript[0]["transcript"] if transcript else ""), said
 
 
 async def test_spoken_questions_get_right_answers(
@@ -41,20 +61,21 @@ async def test_spoken_questions_get_right_answers(
 ) -> None:
     heard: list[tuple[str, str, str]] = []
     for question, answers in QUESTIONS:
-        client = AgentClient(agent_server.url)
-        await client.connect()
-        try:
-            client.mic.say(spoken[question])
-            await client.wait_for("response.done", timeout_s=90)
-            await client.wait_quiet(client.event_time("response.created"), quiet_s=1.0)
-            reply = np.concatenate(client.recording.frames)
-            said = transcribe(whisper, reply, client.recording.rate)
-        finally:
-            await client.close()
-        transcript = client.of_type("conversation.item.input_audio_transcription.completed")
-        asked = transcript[0]["transcript"] if transcript else ""
+        asked, said = await ask(agent_server.url, spoken[question], whisper)
         if not any(re.search(rf"\b{word}\b", said.lower()) for word in answers):
             heard.append((question, asked, said))
     assert len(heard) <= 2, "wrong or unheard answers (question, heard as, reply):\n" + "\n".join(
         map(repr, heard)
     )
+
+
+async def test_asked_who_it_is_it_names_itself_and_its_model(
+    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+) -> None:
+    """Qwen2.5-Coder-0.5B under the old instructions said "I am an AI language model
+    created by OpenAI"; the default instructions tell it who it is (app/agent/persona.py)."""
+    asked, said = await ask(agent_server.url, spoken[WHO], whisper)
+    heard = said.lower()
+    assert re.search(r"\b(vera|assistant)\b", heard), (asked, said)
+    assert re.search(r"\bcoder\b|\bmodel\b|point five|2\.5|0\.5", heard), (asked, said)
+    assert not re.search(r"openai|chatgpt|\bgpt\b", heard), (asked, said)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.agent.persona import filled
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm import OpenAICompatLLM
@@ -97,7 +98,8 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation(
     try:
         # Warmed up on the default instructions, so a first call's prompt starts cached.
         cached = llm._llama.detokenize(list(llm._llama._input_ids), special=True).decode()
-        assert settings.system_prompt in cached.split("<|im_end|>")[0], cached
+        told = filled(settings.system_prompt, model=llm.model_name, tools=False)
+        assert told in cached.split("<|im_end|>")[0], cached
         stream = llm.stream([{"role": "user", "content": "Tell me a long story."}])
         async for _ in stream:
             break

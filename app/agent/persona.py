@@ -1,0 +1,57 @@
+"""Who the agent says it is. Instructions may say `{model}` and `{abilities}`: they are
+filled in for the model serving the reply and for whether the session has tools, so the
+agent names the model it really runs and never claims to act without a tool to act with.
+
+Small models take their maker from their training data ("I am an AI language model
+created by OpenAI", said by Qwen2.5-Coder-0.5B) and agree to anything ("Sure, I'll
+drive you to the airport"); told who they are and what they cannot do, they say so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.vocab.chat import ChatMessage
+
+MODEL = "{model}"
+ABILITIES = "{abilities}"
+
+_SUFFIX = re.compile(r"[-_.](?:instruct|chat|it)(?:[-_.].*)?$", re.IGNORECASE)
+_JOINS = re.compile(r"[-_\s]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+
+WITHOUT_TOOLS = (
+    "You can talk, answer questions, explain things and tell stories, and nothing else: "
+    "you cannot book, order, buy, call, message, set alarms or do anything outside this "
+    "conversation, so when asked to, say you can't do that."
+)
+WITH_TOOLS = (
+    "You can talk, answer questions, explain things and tell stories, and act only "
+    "through the tools you are given; for anything else, say you can't do that."
+)
+
+
+def spoken_model(name: str) -> str:
+    """A model's name as a person says it: no organisation, file type, quantization or
+    instruct suffix ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"
+    -> "Qwen 2.5 0.5 B", "Qwen 2.5 Coder 0.5 B")."""
+    bare = name.rsplit("/", 1)[-1].split(" ")[0].removesuffix(".gguf")
+    bare = _SUFFIX.sub("", bare) or bare
+    # Apart, its numbers are said as numbers: "Qwen two point five Coder zero point five B".
+    return _JOINS.sub(" ", bare).strip() or "a language model"
+
+
+def filled(instructions: str, *, model: str, tools: bool) -> str:
+    """`instructions` with `{model}` and `{abilities}` said for this reply."""
+    if MODEL not in instructions and ABILITIES not in instructions:
+        return instructions
+    return instructions.replace(MODEL, spoken_model(model)).replace(
+        ABILITIES, WITH_TOOLS if tools else WITHOUT_TOOLS
+    )
+
+
+def as_told(prompt: list[ChatMessage], *, model: str, tools: bool) -> list[ChatMessage]:
+    """`prompt` with its system message filled in (the instructions come first)."""
+    if not prompt or prompt[0]["role"] != "system" or not prompt[0]["content"]:
+        return prompt
+    told = filled(prompt[0]["content"], model=model, tools=tools)
+    return [{**prompt[0], "content": told}, *prompt[1:]]

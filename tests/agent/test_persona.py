@@ -1,0 +1,47 @@
+"""The agent says who it is: the model it runs, and what it can do with the tools it has."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.agent.persona import WITH_TOOLS, WITHOUT_TOOLS, as_told, filled, spoken_model
+from app.config import LlmSettings
+from app.vocab.chat import ChatMessage
+
+
+@pytest.mark.parametrize(
+    ("served", "said"),
+    [
+        ("Qwen2.5-Coder-0.5B-Instruct Q4_K_M", "Qwen 2.5 Coder 0.5 B"),  # an embedded title
+        ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen 2.5 0.5 B"),  # vLLM's served name
+        ("mistral-7b-instruct-v0.3.Q4_K_M.gguf", "mistral 7 b"),  # a file of the operator's
+        ("gemma-2-2b-it", "gemma 2 2 b"),
+        ("", "a language model"),
+    ],
+)
+def test_the_model_is_named_as_a_person_says_it(served: str, said: str) -> None:
+    assert spoken_model(served) == said
+
+
+def test_the_default_instructions_name_the_model_and_what_it_can_do() -> None:
+    default = LlmSettings().system_prompt
+    bare = filled(default, model="Qwen2.5-Coder-0.5B-Instruct Q4_K_M", tools=False)
+    assert "running the Qwen 2.5 Coder 0.5 B model" in bare and "{" not in bare
+    assert WITHOUT_TOOLS in bare and WITH_TOOLS not in bare
+    armed = filled(default, model="Qwen2.5-Coder-0.5B-Instruct Q4_K_M", tools=True)
+    assert WITH_TOOLS in armed and WITHOUT_TOOLS not in armed
+
+
+def test_only_the_instructions_are_filled_in() -> None:
+    """A client's own instructions without the placeholders are left as they are, and
+    the user's words are never touched, braces and all."""
+    own = "You are a pirate. Say arr."
+    assert filled(own, model="m", tools=False) == own
+    prompt: list[ChatMessage] = [
+        {"role": "system", "content": "Run {model}. {abilities}"},
+        {"role": "user", "content": "What does {model} mean?"},
+    ]
+    told = as_told(prompt, model="SmolLM2-135M-Instruct Q4_1", tools=False)
+    assert told[0]["content"] == f"Run SmolLM 2 135 M. {WITHOUT_TOOLS}"
+    assert told[1] == prompt[1]
+    assert prompt[0]["content"] == "Run {model}. {abilities}", "the session's copy is kept"
