@@ -81,7 +81,10 @@ _TIME = re.compile(r"\b(\d{1,2}):(\d{2})(?:\s?([ap])\.?\s?m\b)?(?![\w:])", re.IG
 _ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
 _RANGE = re.compile(rf"(?<![\w.])({_NUMBER})\s?[-–—]\s?({_NUMBER})(?![\w.])")
 _YEAR = re.compile(r"(?<![\w.,$€£])(1[1-9]\d\d|20\d\d)(?![\w%]|\.\d)")
-_DECIMAL = re.compile(rf"(?<![\w.])(-?)({_NUMBER})(?![\w])")
+# Not a number's first digits before ".5B" ("0.5B" read as "zero.5B"): the whole number or none.
+_DECIMAL = re.compile(rf"(?<![\w.])(-?)({_NUMBER})(?!\w|\.\d)")
+# A number with a capital letter after it, as a model's or a screen's size: "7B", "4K".
+_LETTERED = re.compile(rf"(?<![\w.])({_NUMBER})([A-Z])(?!\w|\.\d)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _FRACTION = re.compile(r"(?<![\w/])(?:[123]/[234]|[½¼¾])(?![\w/])")
 
@@ -228,6 +231,7 @@ _ENGLISH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (_ORDINAL, lambda m: ordinal_words(int(m[1]))),
     (_RANGE, _range),
     (_YEAR, lambda m: year_words(int(m[1]))),
+    (_LETTERED, lambda m: f"{decimal_words(m[1])} {m[2]}"),
     (_DECIMAL, _decimal),
 )
 

@@ -40,6 +40,9 @@ from tests.support.speech import transcribe, words
         ("100 mph is 160 km/h.",
          "one hundred miles per hour is one hundred and sixty kilometres per hour."),
         ("A spider has 8 legs 🕷️!", "A spider has eight legs!"),
+        ("Qwen 2.5 Coder 0.5B, or a 7B model in 4K.",
+         "Qwen two point five Coder zero point five B, or a seven B model in four K."),
+        ("Version 2.5.1 is out.", "Version 2.5.1 is out."),
         ("Great job 👍🏽", "Great job"),
     ],
 )  # fmt: skip
