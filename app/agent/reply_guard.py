@@ -8,7 +8,8 @@ where a small model goes wrong in ways a listener hears at once.
   of words said again and again back to back ("ha ha ha ha", "and then and then").
 - It goes on and on: past `soft_words` (None: no limit), the reply ends at its next
   sentence; a sentence still open half as many words later is dropped, so what is said
-  ends on a sentence.
+  ends on a sentence. Given a number of `sentences`, it ends after that many (of three
+  words or more: "Sure!" is not counted).
 
 Words pass only once complete (whitespace after them), so a tag is seen before its
 words reach TTS. The first sentence passes word by word, for the voice to start soon;
@@ -56,8 +57,10 @@ def _normal(word: str) -> str:
 
 
 class ReplyGuard:
-    def __init__(self, soft_words: int | None = None) -> None:
+    def __init__(self, soft_words: int | None = None, sentences: int | None = None) -> None:
+        """`sentences`: the reply ends once this many have (None: no limit)."""
         self._soft = soft_words if soft_words else 1 << 30
+        self._sentences_left = sentences or 1 << 30
         self._hard = self._soft + max(self._soft // 2, 10)
         self._pending = ""  # text not yet judged: at most an incomplete word
         self._held = ""  # the sentence under way, after the first: said once it ends
@@ -137,9 +140,12 @@ class ReplyGuard:
             if ended_sentence:
                 self._spoken.append(self._sentence)
                 self._sentence = []
-                if len(self._said) > self._soft:
+                # "Sure!" or "Hi there!" opens a reply; it is no sentence of the answer.
+                if len(self._spoken[-1]) >= 3:
+                    self._sentences_left -= 1
+                if len(self._said) > self._soft or not self._sentences_left:
                     self.stopped = "length"
-                    log.info("reply ended at a sentence past %d words", self._soft)
+                    log.info("reply ended at a sentence, after %d words", len(self._said))
                 return self._release()
         return self._release() if first else ""
 

@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
+from app.agent.length import sentences_allowed
 from app.agent.persona import as_told
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.spoken_form import SpokenForm
@@ -131,7 +132,11 @@ class Responder(Protocol):
 
 class AgentResponder:
     def __init__(
-        self, engines: Engines, *, first_chunk_words: int = 4, max_spoken_words: int = 0
+        self,
+        engines: Engines,
+        *,
+        first_chunk_words: int = 4,
+        max_spoken_words: int = 0,
     ) -> None:
         self._stt = engines.stt
         self._llm = engines.llm
@@ -174,8 +179,10 @@ class AgentResponder:
             for_reply=request.reply_id,
             tokens=request.tokens,
         )
-        words = self._max_spoken_words if request.max_tokens is None else None
-        return guarded(deltas, ReplyGuard(words))
+        if request.max_tokens is not None:  # the response set its own length
+            return guarded(deltas, ReplyGuard())
+        sentences = sentences_allowed(request.prompt, request.language)
+        return guarded(deltas, ReplyGuard(self._max_spoken_words, sentences))
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         """Each clause as soon as it is synthesized, tool calls as they come. A clause

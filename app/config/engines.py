@@ -85,7 +85,9 @@ class LlmSettings(BaseModel):
         "for more.",
         description="The LLM's instructions, for every session that does not set its own. "
         "In any instructions, {model} is the serving model's name and {abilities} what "
-        "the agent can do: talk only, or act through the session's tools.",
+        "the agent can do: talk only, or act through the session's tools. Where English "
+        "instructions say how many sentences ('one or two short sentences'), a reply ends "
+        "after that many unless the user asks for more (a story, steps, details).",
     )
     # Above what max_spoken_words lets a reply reach, so replies end on a sentence there.
     max_tokens: int = Field(

@@ -7,10 +7,11 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
+from app.agent.length import instructed_sentences, sentences_allowed
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.responders import AgentResponder, Piece, SpeechRequest
 from app.agent.timings import TurnTimings
-from app.config import TtsSettings
+from app.config import LlmSettings, TtsSettings
 from app.engines import Engines
 from app.engines.kokoro_edges import pause_after
 from app.engines.tts import KokoroTTS
@@ -116,6 +117,98 @@ def test_a_last_sentence_without_its_full_stop_is_said() -> None:
 def test_without_a_limit_a_long_reply_is_said_whole() -> None:
     reply = " ".join(f"Sentence number {n}." for n in range(100))
     assert run(reply) == (reply, None)
+
+
+RAMBLE = (
+    "Sure! The moon orbits the Earth every 27 days. It has no air of its own. Its pull "
+    "makes the tides. People walked on it in 1969."
+)
+
+
+def test_a_reply_ends_after_its_sentences_and_an_opener_is_not_one() -> None:
+    guard = ReplyGuard(50, sentences=2)
+    out = "".join(guard.push(RAMBLE[i : i + 3]) for i in range(0, len(RAMBLE), 3))
+    assert out == "Sure! The moon orbits the Earth every 27 days. It has no air of its own. "
+    assert guard.stopped == "length"
+
+
+@pytest.mark.parametrize(
+    ("instructions", "allowed"),
+    [
+        (LlmSettings().system_prompt, 2),  # "one or two short spoken sentences"
+        ("Answer in one short sentence.", 1),
+        ("Keep it to a sentence or two.", 2),
+        ("Use at most 3 sentences.", 3),
+        ("You are a pirate. Say arr.", None),  # they do not say
+    ],
+)
+def test_the_instructions_say_how_many_sentences(instructions: str, allowed: int | None) -> None:
+    assert instructed_sentences(instructions) == allowed
+
+
+@pytest.mark.parametrize(
+    ("asked", "language", "allowed"),
+    [
+        ("Tell me about the moon, I was wondering, you know, about it?", "en", 2),
+        ("Tell me a long story about a brave knight.", "en", None),
+        ("How do I boil an egg?", "en", None),
+        ("Can you explain how tides work?", "en", None),
+        ("Erzähl mir vom Mond.", "de", None),  # no limit where "asks for more" is not known
+    ],
+)
+def test_the_limit_is_lifted_when_the_user_asks_for_more(
+    asked: str, language: str, allowed: int | None
+) -> None:
+    prompt: list[ChatMessage] = [
+        {"role": "system", "content": "Answer in one or two sentences."},
+        {"role": "user", "content": "Tell me a story."},  # an earlier turn does not count
+        {"role": "assistant", "content": "Once upon a time, there was a cat."},
+        {"role": "user", "content": asked},
+    ]
+    assert sentences_allowed(prompt, language) == allowed
+
+
+class ScriptedLLM:
+    """Writes `text` a word at a time, whatever it is asked."""
+
+    model_name = "scripted"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    async def stream(self, messages: list[ChatMessage], **_: object) -> AsyncGenerator[Delta, None]:
+        for word in self.text.split(" "):
+            yield word + " "
+
+    async def aclose(self) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("asked", "max_tokens", "said"),
+    [
+        ("What about the moon?", None, "Sure! The moon orbits the Earth every twenty-seven "
+         "days. It has no air of its own."),
+        ("Tell me a story about the moon.", None, RAMBLE.replace("27", "twenty-seven")
+         .replace("1969", "nineteen sixty-nine")),
+        ("What about the moon?", 400, RAMBLE.replace("27", "twenty-seven")
+         .replace("1969", "nineteen sixty-nine")),  # a response that sets its own length
+    ],
+)  # fmt: skip
+async def test_the_voice_says_what_the_limit_lets_through(
+    asked: str, max_tokens: int | None, said: str, kokoro: KokoroTTS
+) -> None:
+    responder = AgentResponder(
+        Engines(stt=FakeSTT(), llm=ScriptedLLM(RAMBLE), tts=kokoro), max_spoken_words=50
+    )
+    prompt: list[ChatMessage] = [
+        {"role": "system", "content": LlmSettings().system_prompt},
+        {"role": "user", "content": asked},
+    ]
+    request = SpeechRequest(
+        "sess_len", prompt, b"", "jf_alpha", 1.0, TurnTimings(), max_tokens=max_tokens
+    )
+    pieces = [piece async for piece in responder.speak(request)]
+    assert " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text) == said
 
 
 class LoopingLLM:

@@ -32,6 +32,12 @@ QUESTIONS = [
 
 
 WHO = "Who are you?"
+# Typed, since spoken its commas end the turn: Qwen2.5-Coder-0.5B, under the default
+# instructions, wrote it three paragraphs and a cut-off sentence, ~40 s of audio.
+RAMBLING = (
+    "Okay so my friend says that cats sleep like most of the day, is that true, and why "
+    "would they do that, and do dogs do the same thing?"
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +46,9 @@ async def spoken() -> dict[str, np.ndarray]:
     return await kokoro_caller([question for question, _ in QUESTIONS] + [WHO])
 
 
-async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str]:
-    """A call of its own: what the agent heard, and what the caller heard back."""
+async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str, str]:
+    """A call of its own: what the agent heard, what the caller heard back, and the
+    reply's own transcript."""
     client = AgentClient(url)
     await client.connect()
     try:
@@ -53,7 +60,12 @@ async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str]:
     finally:
         await client.close()
     transcript = client.of_type("conversation.item.input_audio_transcription.completed")
-    return (transcript[0]["transcript"] if transcript else ""), said
+    written = client.of_type("response.output_audio_transcript.done")
+    return (
+        transcript[0]["transcript"] if transcript else "",
+        said,
+        written[0]["transcript"] if written else "",
+    )
 
 
 async def test_spoken_questions_get_right_answers(
@@ -61,7 +73,7 @@ async def test_spoken_questions_get_right_answers(
 ) -> None:
     heard: list[tuple[str, str, str]] = []
     for question, answers in QUESTIONS:
-        asked, said = await ask(agent_server.url, spoken[question], whisper)
+        asked, said, _ = await ask(agent_server.url, spoken[question], whisper)
         if not any(re.search(rf"\b{word}\b", said.lower()) for word in answers):
             heard.append((question, asked, said))
     assert len(heard) <= 2, "wrong or unheard answers (question, heard as, reply):\n" + "\n".join(
@@ -74,8 +86,33 @@ async def test_asked_who_it_is_it_names_itself_and_its_model(
 ) -> None:
     """Qwen2.5-Coder-0.5B under the old instructions said "I am an AI language model
     created by OpenAI"; the default instructions tell it who it is (app/agent/persona.py)."""
-    asked, said = await ask(agent_server.url, spoken[WHO], whisper)
+    asked, said, _ = await ask(agent_server.url, spoken[WHO], whisper)
     heard = said.lower()
     assert re.search(r"\b(vera|assistant)\b", heard), (asked, said)
     assert re.search(r"\bcoder\b|\bmodel\b|point five|2\.5|0\.5", heard), (asked, said)
     assert not re.search(r"openai|chatgpt|\bgpt\b", heard), (asked, said)
+
+
+async def test_a_rambling_question_gets_one_or_two_sentences(
+    agent_server: ServerProcess, whisper: object
+) -> None:
+    """The default instructions ask for one or two sentences, and a reply ends after
+    them (app/agent/length.py), where a sentence does."""
+    client = AgentClient(agent_server.url)
+    await client.connect()
+    try:
+        client.send({
+            "type": "conversation.item.create",
+            "item": {"type": "message", "role": "user",
+                     "content": [{"type": "input_text", "text": RAMBLING}]},
+        })  # fmt: skip
+        client.send({"type": "response.create"})
+        await client.wait_for("response.done", timeout_s=90)
+        await client.wait_quiet(client.event_time("response.created"), quiet_s=1.0)
+        said = transcribe(whisper, np.concatenate(client.recording.frames), client.recording.rate)
+    finally:
+        await client.close()
+    written = client.of_type("response.output_audio_transcript.done")[0]["transcript"]
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", written.strip()) if len(s.split()) >= 3]
+    assert 1 <= len(sentences) <= 2 and written.rstrip()[-1] in ".!?", written
+    assert len(said.split()) <= len(written.split()) + 5, ("the caller heard more", said)
