@@ -192,7 +192,7 @@ function showModels(models) {
   showVoice(config.voice);
   if (models.demo) {
     ui.models.append(" The LLM is the small demo model that runs on this CPU: expect wrong answers."
-      + " Point VOICE_LLM__BASE_URL at vLLM for a model worth talking to.");
+      + " For better ones, point VOICE_LLM__BASE_URL at a larger model served by vLLM on a GPU.");
   }
   ui.models.hidden = false;
 }
