@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.agent.no_pretending import no_pretending
 from app.agent.persona import filled
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.config import LlmSettings
@@ -233,7 +234,8 @@ async def ask(llm: LlamaCppLLM, settings: LlmSettings, question: Question) -> As
     first: float | None = None
     parts: list[str] = []
     stream = llm.stream(messages, tools=list(question.tools) or None, tokens=tokens)
-    async for delta in guarded(stream, guard):
+    said = guarded(stream, guard)
+    async for delta in said if question.tools else no_pretending(said):
         first = first or time.perf_counter()
         if isinstance(delta, ToolCallDelta):
             parts.append(f"{delta.name} " if delta.name else delta.arguments)

@@ -22,6 +22,7 @@ import numpy as np
 
 from app.agent.chunker import ClauseChunker
 from app.agent.length import sentences_allowed
+from app.agent.no_pretending import no_pretending
 from app.agent.persona import as_told
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.agent.spoken_form import SpokenForm
@@ -170,7 +171,8 @@ class AgentResponder:
                 yield delta
 
     def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
-        """The LLM's reply, never babbling: a response that sets its own length keeps it."""
+        """The LLM's reply, never babbling (a response that sets its own length keeps
+        it), and never, without a tool, promising to act."""
         deltas = self._llm.stream(
             as_told(request.prompt, model=self._llm.model_name, tools=bool(request.tools)),
             max_tokens=request.max_tokens,
@@ -180,9 +182,13 @@ class AgentResponder:
             tokens=request.tokens,
         )
         if request.max_tokens is not None:  # the response set its own length
-            return guarded(deltas, ReplyGuard())
-        sentences = sentences_allowed(request.prompt, request.language)
-        return guarded(deltas, ReplyGuard(self._max_spoken_words, sentences))
+            said = guarded(deltas, ReplyGuard())
+        else:
+            sentences = sentences_allowed(request.prompt, request.language)
+            said = guarded(deltas, ReplyGuard(self._max_spoken_words, sentences))
+        if request.tools or (request.language or ENGLISH) != ENGLISH:
+            return said
+        return no_pretending(said)
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         """Each clause as soon as it is synthesized, tool calls as they come. A clause

@@ -211,6 +211,24 @@ async def test_the_voice_says_what_the_limit_lets_through(
     assert " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text) == said
 
 
+@pytest.mark.parametrize("tools", [False, True])
+async def test_without_a_tool_the_voice_never_promises_to_act(
+    tools: bool, kokoro: KokoroTTS
+) -> None:
+    """Qwen2.5-Coder-0.5B agreed to order a pizza; with a tool to call, what it says
+    around the call is its own."""
+    promise = "Sure, I can order a pizza for you. It will arrive soon."
+    responder = AgentResponder(Engines(stt=FakeSTT(), llm=ScriptedLLM(promise), tts=kokoro))
+    pizza: Tool = {"type": "function", "function": {"name": "order_pizza", "parameters": {}}}
+    request = SpeechRequest(
+        "sess_act", [{"role": "user", "content": "Order me a pizza."}], b"", "jf_alpha", 1.0,
+        TurnTimings(), tools=[pizza] if tools else None,
+    )  # fmt: skip
+    pieces = [piece async for piece in responder.speak(request)]
+    words = " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text)
+    assert words == (promise if tools else "Sorry, I can't do that: I can only talk.")
+
+
 class LoopingLLM:
     """A model stuck in a loop: the same words until someone stops it."""
 

@@ -1,0 +1,76 @@
+"""Without a tool, a reply never promises to act: the promise is replaced by saying it
+can't, before any of it is heard; anything else passes as it came."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from app.agent.no_pretending import REFUSAL, NoPretending, no_pretending
+from app.vocab.chat import Delta, ToolCallDelta
+
+
+def said(reply: str) -> tuple[str, bool]:
+    """`reply` pushed a whole word at a time, as the reply guard passes it."""
+    judge = NoPretending()
+    out = "".join(judge.push(word) for word in re.findall(r"\S+\s*", reply))
+    return out + judge.finish(), judge.pretended
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # Qwen2.5-Coder-0.5B's own, under instructions saying it cannot.
+        "Sure, I can make you a cup of coffee.",
+        "Yes, I can water the plants in my garden.",
+        "Sure, I'll drive you to the airport.",
+        "Sure, I can help you book a table for two tonight. What time?",
+        "Sure, I can set an alarm for 7 tomorrow morning.",
+        "I've booked a table for two.",
+        "Okay, I’ll call your mom now.",  # a curly apostrophe
+        "Sure, I'd be happy to order a pizza!",
+    ],
+)
+def test_a_promise_to_act_becomes_a_refusal(reply: str) -> None:
+    assert said(reply) == (REFUSAL, True)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sure, I can help you with that. To boil an egg, put it in water.",
+        "Sure, I can do that! Why did the chicken cross the road?",
+        "Yes, cats do sleep most of the day.",
+        "I can tell you a story about a knight.",
+        "Sure, I can explain how tides work.",
+        "I am Vera, a voice assistant.",
+        "I'm sorry, I can't do that.",
+        "I can't do that.",
+        "Sure, I'd be happy to help! Paris is the capital.",
+        "Okay.",
+        "The capital of France is Paris.",
+    ],
+)
+def test_anything_else_passes_whole(reply: str) -> None:
+    assert said(reply) == (reply, False)
+
+
+def test_an_answer_is_held_no_longer_than_its_opening_needs() -> None:
+    judge = NoPretending()
+    assert judge.push("The ") == "The ", "a reply that cannot be a promise passes at once"
+    judge = NoPretending()
+    assert [judge.push(w) for w in ("Sure, ", "I ", "can ", "tell ")] == [
+        "", "", "", "Sure, I can tell ",
+    ]  # fmt: skip
+
+
+async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
+    async def deltas() -> AsyncGenerator[Delta, None]:
+        yield ToolCallDelta(0, call_id="call_1", name="lights")
+        for word in ("Sure, ", "I'll ", "order ", "it ", "now. ", "Anything ", "else? "):
+            yield word
+
+    out = [delta async for delta in no_pretending(deltas())]
+    assert out == [ToolCallDelta(0, call_id="call_1", name="lights"), REFUSAL]
