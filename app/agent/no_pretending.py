@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from app.vocab.chat import Delta
@@ -21,38 +20,55 @@ log = logging.getLogger(__name__)
 
 REFUSAL = "Sorry, I can't do that: I can only talk. "
 
-_AGREEMENTS = r"(?:sure|yes|okay|ok|of course|certainly|absolutely|alright|all right|no problem)"
-_AGREE = rf"(?:{_AGREEMENTS}[,!.]?\s+)?"
-_TAKE_ON = (
-    r"i(?:'ll| will| can| have|'ve| am going to|'m going to|'d be (?:happy|glad) to|"
-    r" would be (?:happy|glad) to)\s+"
-)
-_HELP = r"(?:(?:help you|go ahead and|try to|definitely|now)\s+)?"
-# Things only hands, apps or a phone do, as a reply that takes them on says them.
-ACTS = (
-    "book", "booked", "reserve", "reserved", "order", "ordered", "buy", "bought",
-    "purchase", "pay", "paid", "deliver", "drive", "drove", "call", "called", "phone",
-    "ring", "text", "message", "email", "send", "sent", "water", "watered", "make you",
-    "made you", "brew", "cook you", "fetch", "bring", "set an alarm", "set a timer",
-    "set a reminder", "set the alarm", "set your alarm", "set up a meeting",
-    "set up an appointment", "schedule", "remind you", "turn on", "turn off",
-    "turn the light", "turn the lights", "switch on", "switch off", "switch the light",
-    "switch the lights", "lock", "unlock", "take care of",
+Words = tuple[str, ...]
+
+
+def _phrases(*texts: str) -> tuple[Words, ...]:
+    return tuple(tuple(text.split()) for text in texts)
+
+
+# A promise is these, in order: an agreement or none, taking it on, a helping phrase or
+# none, and something only hands, apps or a phone do.
+_PROMISE: tuple[tuple[Words, ...], ...] = (
+    ((), *_phrases("sure", "yes", "okay", "ok", "of course", "certainly", "absolutely",
+                   "alright", "all right", "no problem")),
+    _phrases("i'll", "i will", "i can", "i have", "i've", "i am going to", "i'm going to",
+             "i'd be happy to", "i'd be glad to", "i would be happy to",
+             "i would be glad to"),
+    ((), *_phrases("help you", "go ahead and", "try to", "definitely", "now")),
+    # Not "do that" ("Sure, I can do that! Why did the chicken..."), "play" (a word
+    # game) or "open" (with a joke): a promise to act, or not, by what follows.
+    _phrases(
+        "book", "booked", "reserve", "reserved", "order", "ordered", "buy", "bought",
+        "purchase", "pay", "paid", "deliver", "drive", "drove", "call", "called", "phone",
+        "ring", "text", "message", "email", "send", "sent", "water", "watered", "make you",
+        "made you", "brew", "cook you", "fetch", "bring", "set an alarm", "set a timer",
+        "set a reminder", "set the alarm", "set your alarm", "set up a meeting",
+        "set up an appointment", "schedule", "remind you", "turn on", "turn off",
+        "turn the light", "turn the lights", "switch on", "switch off", "switch the light",
+        "switch the lights", "lock", "unlock", "take care of",
+    ),
 )  # fmt: skip
-# Not "do that" ("Sure, I can do that! Why did the chicken..."), "play" (a word game) or
-# "open" (with a joke): a promise to act, or not, by what follows.
-_ACTS = "(?:" + "|".join(sorted(map(re.escape, ACTS), key=len, reverse=True)) + r")\b"
-_FIRST_WORDS = {act.split()[0] for act in ACTS}
-_PRETENDS = re.compile(rf"^{_AGREE}{_TAKE_ON}{_HELP}{_ACTS}", re.IGNORECASE)
-# The word after "I can" (or "I can help you") once complete: no act starts with it.
-_NO_ACT = re.compile(rf"^{_AGREE}{_TAKE_ON}{_HELP}(?!help\b)(\S+)\s", re.IGNORECASE)
-# What a reply may still grow from into a promise: an agreement, then "I" and a few more
-# words, no sentence ended after them.
-_MAY_PRETEND = re.compile(
-    rf"^(?:{_AGREEMENTS}[,!.]?(?:\s+|$))?(?:i(?:'\w*)?(?:\s+[\w'-]+){{0,6}})?\s*$",
-    re.IGNORECASE,
-)
-HELD_WORDS = 8
+_PUNCTUATION = '.,;:!?"()'
+
+
+def _promises(words: Words, stages: tuple[tuple[Words, ...], ...] = _PROMISE) -> str:
+    """Whether `words` open a promise: "yes" (they make one), "maybe" (they may still
+    grow into one) or "no"."""
+    if not stages:
+        return "yes"
+    best = "no"
+    for phrase in stages[0]:
+        if len(words) < len(phrase):
+            if phrase[: len(words)] == words:
+                best = "maybe"
+        elif words[: len(phrase)] == phrase:
+            verdict = _promises(words[len(phrase) :], stages[1:])
+            if verdict == "yes":
+                return "yes"
+            if verdict == "maybe":
+                best = "maybe"
+    return best
 
 
 class NoPretending:
@@ -67,16 +83,17 @@ class NoPretending:
         if self._settled:
             return "" if self.pretended else text
         self._held += text
-        opening = " ".join(self._held.replace("\u2019", "'").split())
-        if _PRETENDS.match(opening):
+        words = tuple(
+            word.strip(_PUNCTUATION) for word in self._held.replace("\u2019", "'").lower().split()
+        )
+        verdict = _promises(words)
+        if verdict == "yes":
             self._settled = self.pretended = True
             self._held = ""
             log.info("the reply took on an action it has no tool for; said it can't")
             return REFUSAL
-        after = _NO_ACT.match(self._held.replace("\u2019", "'").lstrip())
-        if after is not None and after[1].lower() not in _FIRST_WORDS:
-            return self._release()
-        if _MAY_PRETEND.match(opening) and len(opening.split()) < HELD_WORDS:
+        # A sentence ended ("I can.") grows into nothing more.
+        if verdict == "maybe" and not _ends_sentence(self._held):
             return ""
         return self._release()
 
@@ -87,6 +104,10 @@ class NoPretending:
         self._settled = True
         held, self._held = self._held, ""
         return held
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip()[-1:] in ".!?" and len(text.split()) > 1
 
 
 async def no_pretending(deltas: AsyncIterator[Delta]) -> AsyncGenerator[Delta, None]:

@@ -64,6 +64,8 @@ def test_an_answer_is_held_no_longer_than_its_opening_needs() -> None:
     assert [judge.push(w) for w in ("Sure, ", "I ", "can ", "tell ")] == [
         "", "", "", "Sure, I can tell ",
     ]  # fmt: skip
+    judge = NoPretending()
+    assert [judge.push(w) for w in ("I'm ", "just ")] == ["", "I'm just "], "not 'going to'"
 
 
 async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
