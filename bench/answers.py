@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.agent.no_pretending import no_pretending
 from app.agent.persona import filled
-from app.agent.reply_guard import ReplyGuard, guarded
+from app.agent.reply_guard import reply_rules
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm_models import installed
 from app.vocab.chat import ChatMessage, TokenCount, Tool, ToolCallDelta
+from app.vocab.languages import ENGLISH
 from bench import machine
 
 CANNOT = ("can't", "cannot", "unable", "not able", "don't have", "do not have", "no access",
@@ -228,14 +228,16 @@ async def ask(llm: LlamaCppLLM, settings: LlmSettings, question: Question) -> As
     for said, answered in question.before:
         messages += [{"role": "user", "content": said}, {"role": "assistant", "content": answered}]
     messages.append({"role": "user", "content": question.text})
-    guard = ReplyGuard(settings.max_spoken_words)
     tokens = TokenCount()
     started = time.perf_counter()
     first: float | None = None
     parts: list[str] = []
     stream = llm.stream(messages, tools=list(question.tools) or None, tokens=tokens)
-    said = guarded(stream, guard)
-    async for delta in said if question.tools else no_pretending(said):
+    reply, guard = reply_rules(
+        stream, messages, language=ENGLISH, acts=bool(question.tools),
+        soft_words=settings.max_spoken_words,
+    )  # fmt: skip
+    async for delta in reply:
         first = first or time.perf_counter()
         if isinstance(delta, ToolCallDelta):
             parts.append(f"{delta.name} " if delta.name else delta.arguments)

@@ -37,15 +37,18 @@ _PROMISE: tuple[tuple[Words, ...], ...] = (
              "i would be glad to"),
     ((), *_phrases("help you", "go ahead and", "try to", "definitely", "now")),
     # Not "do that" ("Sure, I can do that! Why did the chicken..."), "play" (a word
-    # game) or "open" (with a joke): a promise to act, or not, by what follows.
+    # game), "open" (with a joke), "call you" (Alex from now on) or "make you" (a poem).
     _phrases(
         "book", "booked", "reserve", "reserved", "order", "ordered", "buy", "bought",
-        "purchase", "pay", "paid", "deliver", "drive", "drove", "call", "called", "phone",
-        "ring", "text", "message", "email", "send", "sent", "water", "watered", "make you",
-        "made you", "brew", "cook you", "fetch", "bring", "set an alarm", "set a timer",
-        "set a reminder", "set the alarm", "set your alarm", "set up a meeting",
-        "set up an appointment", "schedule", "remind you", "turn on", "turn off",
-        "turn the light", "turn the lights", "switch on", "switch off", "switch the light",
+        "purchase", "pay", "paid", "deliver", "drive", "drove", "call your", "call the",
+        "call him", "call her", "call them", "called your", "called the", "phone your",
+        "text your", "message your", "email your", "send", "sent", "water", "watered",
+        "make you a cup", "make you a coffee", "make you some", "make you coffee",
+        "make you tea", "make you breakfast", "make you dinner", "made you", "brew",
+        "cook you", "fetch", "bring", "set an alarm", "set a timer", "set a reminder",
+        "set the alarm", "set your alarm", "set up a meeting", "set up an appointment",
+        "schedule", "remind you", "turn on", "turn off", "turn the light",
+        "turn the lights", "switch on", "switch off", "switch the light",
         "switch the lights", "lock", "unlock", "take care of",
     ),
 )  # fmt: skip

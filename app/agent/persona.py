@@ -16,6 +16,7 @@ from app.vocab.chat import ChatMessage
 MODEL = "{model}"
 ABILITIES = "{abilities}"
 
+_QUANTIZED = re.compile(r"[-_.](?:i?q\d\w*|f16|bf16|fp16|f32)$", re.IGNORECASE)
 _SUFFIX = re.compile(r"[-_.](?:instruct|chat|it)(?:[-_.].*)?$", re.IGNORECASE)
 _JOINS = re.compile(r"[-_\s]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 
@@ -35,6 +36,7 @@ def spoken_model(name: str) -> str:
     instruct suffix ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"
     -> "Qwen 2.5 0.5 B", "Qwen 2.5 Coder 0.5 B")."""
     bare = name.rsplit("/", 1)[-1].split(" ")[0].removesuffix(".gguf")
+    bare = _QUANTIZED.sub("", bare) or bare
     bare = _SUFFIX.sub("", bare) or bare
     # Apart, its numbers are said as numbers: "Qwen two point five Coder zero point five B".
     return _JOINS.sub(" ", bare).strip() or "a language model"

@@ -26,7 +26,10 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from app.agent import chunker
-from app.vocab.chat import Delta
+from app.agent.length import asks_how, sentences_allowed
+from app.agent.no_pretending import no_pretending
+from app.vocab.chat import ChatMessage, Delta
+from app.vocab.languages import ENGLISH
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ CLAUSE_MARKS = SENTENCE_END + chunker.CLAUSE_END + chunker.WIDE_CLAUSE_END
 # at RUN_CHARS, as the chunker cuts it.
 _WORD = re.compile(r"[^\s。！？、，；：]*[。！？、，；：]\s*|\S+\s+")
 RUN_CHARS = 40
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No)\.)$", re.IGNORECASE
+)
 # A run of n words said again at once is a loop when repeated this often: a word four
 # times ("ha ha ha ha"), two or three words three times, a longer run twice.
 LONGEST_RUN = 16
@@ -61,6 +67,7 @@ class ReplyGuard:
         """`sentences`: the reply ends once this many have (None: no limit)."""
         self._soft = soft_words if soft_words else 1 << 30
         self._sentences_left = sentences or 1 << 30
+        self._words_in_sentence = 0  # since the last sentence end, abbreviations aside
         self._hard = self._soft + max(self._soft // 2, 10)
         self._pending = ""  # text not yet judged: at most an incomplete word
         self._held = ""  # the sentence under way, after the first: said once it ends
@@ -120,6 +127,7 @@ class ReplyGuard:
             return ""  # the reply's own "Assistant:" is not said
         normal = _normal(bare)
         self._said.append(normal)
+        self._words_in_sentence += 1
         self._sentence.append(normal)
         self._clause.append(normal)
         if self._loops():
@@ -140,9 +148,12 @@ class ReplyGuard:
             if ended_sentence:
                 self._spoken.append(self._sentence)
                 self._sentence = []
-                # "Sure!" or "Hi there!" opens a reply; it is no sentence of the answer.
-                if len(self._spoken[-1]) >= 3:
-                    self._sentences_left -= 1
+                # "Sure!" or "Hi there!" opens a reply; it is no sentence of the answer,
+                # and "9 a.m." ends none.
+                if not _ABBREVIATION.search(bare):
+                    if self._words_in_sentence >= 3:
+                        self._sentences_left -= 1
+                    self._words_in_sentence = 0
                 if len(self._said) > self._soft or not self._sentences_left:
                     self.stopped = "length"
                     log.info("reply ended at a sentence, after %d words", len(self._said))
@@ -187,3 +198,26 @@ async def guarded(deltas: AsyncIterator[Delta], guard: ReplyGuard) -> AsyncGener
                 return
     if text := guard.finish():
         yield text
+
+
+def reply_rules(
+    deltas: AsyncIterator[Delta],
+    prompt: list[ChatMessage],
+    *,
+    language: str,
+    acts: bool,
+    soft_words: int | None,
+    own_length: bool = False,
+) -> tuple[AsyncGenerator[Delta, None], ReplyGuard]:
+    """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
+    babbling (past `soft_words`, unless the response set its `own_length`), no more
+    sentences than the instructions give (app/agent/length.py), and in English, where the
+    session cannot `acts`, no promise to act (app/agent/no_pretending.py)."""
+    if own_length:
+        guard = ReplyGuard()
+    else:
+        guard = ReplyGuard(soft_words, sentences_allowed(prompt, language))
+    said = guarded(deltas, guard)
+    if acts or (language or ENGLISH) != ENGLISH or asks_how(prompt):
+        return said, guard
+    return no_pretending(said), guard

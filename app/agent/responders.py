@@ -21,10 +21,8 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
-from app.agent.length import sentences_allowed
-from app.agent.no_pretending import no_pretending
 from app.agent.persona import as_told
-from app.agent.reply_guard import ReplyGuard, guarded
+from app.agent.reply_guard import reply_rules
 from app.agent.spoken_form import SpokenForm
 from app.agent.timings import TurnTimings
 from app.engines import Engines
@@ -173,22 +171,24 @@ class AgentResponder:
     def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         """The LLM's reply, never babbling (a response that sets its own length keeps
         it), and never, without a tool, promising to act."""
+        acts = bool(request.tools) and request.tool_choice != "none"
         deltas = self._llm.stream(
-            as_told(request.prompt, model=self._llm.model_name, tools=bool(request.tools)),
+            as_told(request.prompt, model=self._llm.model_name, tools=acts),
             max_tokens=request.max_tokens,
             tools=request.tools,
             tool_choice=request.tool_choice,
             for_reply=request.reply_id,
             tokens=request.tokens,
         )
-        if request.max_tokens is not None:  # the response set its own length
-            said = guarded(deltas, ReplyGuard())
-        else:
-            sentences = sentences_allowed(request.prompt, request.language)
-            said = guarded(deltas, ReplyGuard(self._max_spoken_words, sentences))
-        if request.tools or (request.language or ENGLISH) != ENGLISH:
-            return said
-        return no_pretending(said)
+        said, _ = reply_rules(
+            deltas,
+            request.prompt,
+            language=request.language,
+            acts=acts,
+            soft_words=self._max_spoken_words,
+            own_length=request.max_tokens is not None,
+        )
+        return said
 
     async def speak(self, request: SpeechRequest) -> AsyncGenerator[Piece | ToolCallDelta, None]:
         """Each clause as soon as it is synthesized, tool calls as they come. A clause

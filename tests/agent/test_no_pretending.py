@@ -9,7 +9,8 @@ from collections.abc import AsyncGenerator
 import pytest
 
 from app.agent.no_pretending import REFUSAL, NoPretending, no_pretending
-from app.vocab.chat import Delta, ToolCallDelta
+from app.agent.reply_guard import reply_rules
+from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
 
 
 def said(reply: str) -> tuple[str, bool]:
@@ -31,6 +32,8 @@ def said(reply: str) -> tuple[str, bool]:
         "I've booked a table for two.",
         "Okay, I’ll call your mom now.",  # a curly apostrophe
         "Sure, I'd be happy to order a pizza!",
+        "Sure, I'll go ahead and book it.",
+        "Sure, I would be happy to help you order a pizza.",
     ],
 )
 def test_a_promise_to_act_becomes_a_refusal(reply: str) -> None:
@@ -49,6 +52,8 @@ def test_a_promise_to_act_becomes_a_refusal(reply: str) -> None:
         "I'm sorry, I can't do that.",
         "I can't do that.",
         "Sure, I'd be happy to help! Paris is the capital.",
+        "Sure, I'll call you Alex from now on.",
+        "Sure, I can make you a poem about the sea.",
         "Okay.",
         "The capital of France is Paris.",
     ],
@@ -76,3 +81,25 @@ async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
 
     out = [delta async for delta in no_pretending(deltas())]
     assert out == [ToolCallDelta(0, call_id="call_1", name="lights"), REFUSAL]
+
+
+@pytest.mark.parametrize(
+    ("asked", "acts", "language", "refused"),
+    [
+        ("Order me a pizza.", False, "en", True),
+        ("Order me a pizza.", True, "en", False),  # a tool it can call: its words are its own
+        ("How do I order a pizza online?", False, "en", False),  # how to, not a promise
+        ("Bestell mir eine Pizza.", False, "de", False),  # only English promises are known
+    ],
+)
+async def test_which_replies_are_held_to_it(
+    asked: str, acts: bool, language: str, refused: bool
+) -> None:
+    async def deltas() -> AsyncGenerator[Delta, None]:
+        for word in ("Sure, ", "I ", "can ", "order ", "a ", "pizza. "):
+            yield word
+
+    prompt: list[ChatMessage] = [{"role": "user", "content": asked}]
+    said, _ = reply_rules(deltas(), prompt, language=language, acts=acts, soft_words=50)
+    out = "".join([delta async for delta in said if isinstance(delta, str)])
+    assert out == (REFUSAL if refused else "Sure, I can order a pizza. ")

@@ -16,6 +16,7 @@ from app.vocab.chat import ChatMessage
         ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen 2.5 0.5 B"),  # vLLM's served name
         ("mistral-7b-instruct-v0.3.Q4_K_M.gguf", "mistral 7 b"),  # a file of the operator's
         ("gemma-2-2b-it", "gemma 2 2 b"),
+        ("Llama-3.2-1B.Q4_K_M.gguf", "Llama 3.2 1 B"),  # quantization after a dot
         ("", "a language model"),
     ],
 )

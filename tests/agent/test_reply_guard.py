@@ -19,9 +19,11 @@ from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, 
 from tests.session.fakes import FakeSTT
 
 
-def run(text: str, soft_words: int | None = None, *, by: int = 3) -> tuple[str, str | None]:
+def run(
+    text: str, soft_words: int | None = None, *, by: int = 3, sentences: int | None = None
+) -> tuple[str, str | None]:
     """`text` streamed through a guard in deltas of `by` characters, as tokens come."""
-    guard = ReplyGuard(soft_words)
+    guard = ReplyGuard(soft_words, sentences)
     out = "".join(guard.push(text[i : i + by]) for i in range(0, len(text), by))
     if guard.stopped is None:
         out += guard.finish()
@@ -130,6 +132,8 @@ def test_a_reply_ends_after_its_sentences_and_an_opener_is_not_one() -> None:
     out = "".join(guard.push(RAMBLE[i : i + 3]) for i in range(0, len(RAMBLE), 3))
     assert out == "Sure! The moon orbits the Earth every 27 days. It has no air of its own. "
     assert guard.stopped == "length"
+    hours = "It opens at 9 a.m. and shuts at 5 p.m. on weekdays. It is busy. It is big."
+    assert run(hours, by=2, sentences=2) == (hours.removesuffix(" It is big.") + " ", "length")
 
 
 @pytest.mark.parametrize(
@@ -150,6 +154,7 @@ def test_the_instructions_say_how_many_sentences(instructions: str, allowed: int
     ("asked", "language", "allowed"),
     [
         ("Tell me about the moon, I was wondering, you know, about it?", "en", 2),
+        ("How long is the Nile?", "en", 2),
         ("Tell me a long story about a brave knight.", "en", None),
         ("How do I boil an egg?", "en", None),
         ("Can you explain how tides work?", "en", None),
@@ -211,22 +216,24 @@ async def test_the_voice_says_what_the_limit_lets_through(
     assert " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text) == said
 
 
-@pytest.mark.parametrize("tools", [False, True])
+@pytest.mark.parametrize(
+    ("tools", "choice", "refused"), [(False, None, True), (True, None, False), (True, "none", True)]
+)
 async def test_without_a_tool_the_voice_never_promises_to_act(
-    tools: bool, kokoro: KokoroTTS
+    tools: bool, choice: ToolChoice | None, refused: bool, kokoro: KokoroTTS
 ) -> None:
     """Qwen2.5-Coder-0.5B agreed to order a pizza; with a tool to call, what it says
-    around the call is its own."""
+    around the call is its own (not with tool_choice none: then it has none)."""
     promise = "Sure, I can order a pizza for you. It will arrive soon."
     responder = AgentResponder(Engines(stt=FakeSTT(), llm=ScriptedLLM(promise), tts=kokoro))
     pizza: Tool = {"type": "function", "function": {"name": "order_pizza", "parameters": {}}}
     request = SpeechRequest(
         "sess_act", [{"role": "user", "content": "Order me a pizza."}], b"", "jf_alpha", 1.0,
-        TurnTimings(), tools=[pizza] if tools else None,
+        TurnTimings(), tools=[pizza] if tools else None, tool_choice=choice,
     )  # fmt: skip
     pieces = [piece async for piece in responder.speak(request)]
     words = " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text)
-    assert words == (promise if tools else "Sorry, I can't do that: I can only talk.")
+    assert words == ("Sorry, I can't do that: I can only talk." if refused else promise)
 
 
 class LoopingLLM:
