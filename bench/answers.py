@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.agent.persona import filled
-from app.agent.reply_guard import reply_rules
+from app.agent.reply_rules import reply_rules
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm_models import installed
 from app.vocab.chat import ChatMessage, TokenCount, Tool, ToolCallDelta
 from app.vocab.languages import ENGLISH
+from app.vocab.persona import filled
 from bench import machine
 
 CANNOT = ("can't", "cannot", "unable", "not able", "don't have", "do not have", "no access",

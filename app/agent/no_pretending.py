@@ -10,10 +10,10 @@ sentence: the words after "I can" or "I'll" settle it. Any other reply passes at
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 
+from app.agent.reply_guard import guarded
 from app.vocab.chat import Delta
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,10 @@ class NoPretending:
         self._settled = False
         self.pretended = False
 
+    @property
+    def ended(self) -> bool:
+        return self.pretended
+
     def push(self, text: str) -> str:
         """What may be said now of the reply so far (`text`: its next whole words, as the
         reply guard passes them)."""
@@ -113,17 +117,6 @@ def _ends_sentence(text: str) -> bool:
     return text.rstrip()[-1:] in ".!?" and len(text.split()) > 1
 
 
-async def no_pretending(deltas: AsyncIterator[Delta]) -> AsyncGenerator[Delta, None]:
+def no_pretending(deltas: AsyncIterator[Delta]) -> AsyncGenerator[Delta, None]:
     """`deltas`, a promise to act replaced by a refusal, which ends the reply."""
-    judge = NoPretending()
-    async with contextlib.aclosing(deltas) as stream:  # type: ignore[type-var]
-        async for delta in stream:
-            if not isinstance(delta, str):
-                yield delta
-                continue
-            if text := judge.push(delta):
-                yield text
-            if judge.pretended:
-                return
-    if text := judge.finish():
-        yield text
+    return guarded(deltas, NoPretending())

@@ -24,12 +24,10 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Protocol
 
 from app.agent import chunker
-from app.agent.length import asks_how, sentences_allowed
-from app.agent.no_pretending import no_pretending
-from app.vocab.chat import ChatMessage, Delta
-from app.vocab.languages import ENGLISH
+from app.vocab.chat import Delta
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +75,10 @@ class ReplyGuard:
         self._spoken: list[list[str]] = []  # every sentence ended, and clauses of 3+ words
         self._tagged = False  # the reply began with a speaker tag, dropped
         self.stopped: str | None = None  # why the reply was ended: speaker_tag, loop, length
+
+    @property
+    def ended(self) -> bool:
+        return self.stopped is not None
 
     def push(self, delta: str) -> str:
         """The text that may be said now, from what has come so far."""
@@ -185,39 +187,29 @@ class ReplyGuard:
         return ""
 
 
-async def guarded(deltas: AsyncIterator[Delta], guard: ReplyGuard) -> AsyncGenerator[Delta, None]:
-    """`deltas` through `guard`; a stop closes the stream, which ends the generation."""
+class Judge(Protocol):
+    """What of a reply's text may be said, as it comes."""
+
+    @property
+    def ended(self) -> bool:
+        """The reply is over: nothing more of it is said."""
+        ...
+
+    def push(self, text: str) -> str: ...
+
+    def finish(self) -> str: ...
+
+
+async def guarded(deltas: AsyncIterator[Delta], judge: Judge) -> AsyncGenerator[Delta, None]:
+    """`deltas` through `judge`; its end closes the stream, which ends the generation."""
     async with contextlib.aclosing(deltas) as stream:  # type: ignore[type-var]
         async for delta in stream:
             if not isinstance(delta, str):
                 yield delta
                 continue
-            if text := guard.push(delta):
+            if text := judge.push(delta):
                 yield text
-            if guard.stopped is not None:
+            if judge.ended:
                 return
-    if text := guard.finish():
+    if text := judge.finish():
         yield text
-
-
-def reply_rules(
-    deltas: AsyncIterator[Delta],
-    prompt: list[ChatMessage],
-    *,
-    language: str,
-    acts: bool,
-    soft_words: int | None,
-    own_length: bool = False,
-) -> tuple[AsyncGenerator[Delta, None], ReplyGuard]:
-    """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
-    babbling (past `soft_words`, unless the response set its `own_length`), no more
-    sentences than the instructions give (app/agent/length.py), and in English, where the
-    session cannot `acts`, no promise to act (app/agent/no_pretending.py)."""
-    if own_length:
-        guard = ReplyGuard()
-    else:
-        guard = ReplyGuard(soft_words, sentences_allowed(prompt, language))
-    said = guarded(deltas, guard)
-    if acts or (language or ENGLISH) != ENGLISH or asks_how(prompt):
-        return said, guard
-    return no_pretending(said), guard

@@ -21,8 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
-from app.agent.persona import as_told
-from app.agent.reply_guard import reply_rules
+from app.agent.reply_rules import reply_rules
 from app.agent.spoken_form import SpokenForm
 from app.agent.timings import TurnTimings
 from app.engines import Engines
@@ -32,6 +31,7 @@ from app.streams import Channel
 from app.tasks import cancel_task
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from app.vocab.languages import ENGLISH
+from app.vocab.persona import filled
 from app.vocab.speech import Speech, Transcript
 
 log = logging.getLogger(__name__)
@@ -359,3 +359,11 @@ class EchoResponder:
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         raise EngineError("the echo agent only plays back what it hears")
         yield ""  # an async generator, like the agent's
+
+
+def as_told(prompt: list[ChatMessage], *, model: str, tools: bool) -> list[ChatMessage]:
+    """`prompt` with its system message filled in (the instructions come first)."""
+    if not prompt or prompt[0]["role"] != "system" or not prompt[0]["content"]:
+        return prompt
+    told = filled(prompt[0]["content"], model=model, tools=tools)
+    return [{**prompt[0], "content": told}, *prompt[1:]]

@@ -18,7 +18,6 @@ import uuid
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
-from app.agent.persona import filled
 from app.config import LlmSettings
 from app.engines.cpu import cpu_info
 from app.engines.cpu_turns import CpuTurns
@@ -27,6 +26,7 @@ from app.engines.llm import choice_deltas
 from app.engines.llm_models import EMBEDDED, gguf_path
 from app.errors import EngineError
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from app.vocab.persona import filled
 
 log = logging.getLogger(__name__)
 

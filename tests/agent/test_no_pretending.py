@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator
 import pytest
 
 from app.agent.no_pretending import REFUSAL, NoPretending, no_pretending
-from app.agent.reply_guard import reply_rules
+from app.agent.reply_rules import reply_rules
 from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
 
 

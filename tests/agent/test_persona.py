@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.persona import WITH_TOOLS, WITHOUT_TOOLS, as_told, filled, spoken_model
+from app.agent.responders import as_told
 from app.config import LlmSettings
 from app.vocab.chat import ChatMessage
+from app.vocab.persona import WITH_TOOLS, WITHOUT_TOOLS, filled, spoken_model
 
 
 @pytest.mark.parametrize(

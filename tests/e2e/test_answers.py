@@ -85,7 +85,7 @@ async def test_asked_who_it_is_it_names_itself_and_its_model(
     agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
 ) -> None:
     """Qwen2.5-Coder-0.5B under the old instructions said "I am an AI language model
-    created by OpenAI"; the default instructions tell it who it is (app/agent/persona.py)."""
+    created by OpenAI"; the default instructions tell it who it is (app/vocab/persona.py)."""
     asked, said, _ = await ask(agent_server.url, spoken[WHO], whisper)
     heard = said.lower()
     assert re.search(r"\b(vera|assistant)\b", heard), (asked, said)

@@ -94,6 +94,14 @@ class Caller:
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["event"] == kind]
 
+    async def until_quiet(self, quiet_s: float = 2.0) -> None:
+        """Until the reply has stopped coming for `quiet_s`."""
+        while True:
+            size = len(self.heard)
+            await asyncio.sleep(quiet_s)
+            if len(self.heard) == size:
+                return
+
     async def wait_for(self, kind: str, timeout_s: float = 60) -> None:
         async with asyncio.timeout(timeout_s):
             while not self.of(kind):
@@ -195,11 +203,7 @@ async def test_the_agent_answers_a_phone_question_in_speech(
         await caller.start()
         await caller.say(question)
         await caller.wait_for("media", timeout_s=120)
-        while True:  # until the reply has stopped coming for a while
-            size = len(caller.heard)
-            await asyncio.sleep(2.0)
-            if len(caller.heard) == size:
-                break
+        await caller.until_quiet()
     pcm8k = g711.decode(bytes(caller.heard), "ulaw")
     resampler = Resampler(48_000)
     reply = np.frombuffer(resampler.pcm(np.frombuffer(pcm8k, np.int16), 8_000), np.int16)
@@ -220,6 +224,7 @@ async def test_keys_pressed_on_the_phone_are_answered_by_the_agent(
                 await caller.send({"event": "dtmf", "streamSid": "MZ0001",
                                    "dtmf": {"track": "inbound_track", "digit": digit}})  # fmt: skip
             await caller.wait_for("media", timeout_s=60)
+            await caller.until_quiet()  # the whole reply: its first piece may be "Sure!"
         finally:
             line.cancel()
     assert len(caller.heard) > 8_000 * 0.5, "the agent spoke its answer to the keys"

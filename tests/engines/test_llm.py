@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from app.agent.persona import filled
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm import OpenAICompatLLM
 from app.errors import EngineError
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
+from app.vocab.persona import filled
 from tests.conftest import LlamaServer
 from tests.support.server import free_port
 

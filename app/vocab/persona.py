@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-from app.vocab.chat import ChatMessage
-
 MODEL = "{model}"
 ABILITIES = "{abilities}"
 
@@ -47,11 +45,3 @@ def filled(instructions: str, *, model: str, tools: bool) -> str:
     return instructions.replace(MODEL, spoken_model(model)).replace(
         ABILITIES, WITH_TOOLS if tools else WITHOUT_TOOLS
     )
-
-
-def as_told(prompt: list[ChatMessage], *, model: str, tools: bool) -> list[ChatMessage]:
-    """`prompt` with its system message filled in (the instructions come first)."""
-    if not prompt or prompt[0]["role"] != "system" or not prompt[0]["content"]:
-        return prompt
-    told = filled(prompt[0]["content"], model=model, tools=tools)
-    return [{**prompt[0], "content": told}, *prompt[1:]]

@@ -1,0 +1,34 @@
+"""What of the LLM's reply may be said: one place for the responder and bench.answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from app.agent.length import asks_how, sentences_allowed
+from app.agent.no_pretending import no_pretending
+from app.agent.reply_guard import ReplyGuard, guarded
+from app.vocab.chat import ChatMessage, Delta
+from app.vocab.languages import ENGLISH
+
+
+def reply_rules(
+    deltas: AsyncIterator[Delta],
+    prompt: list[ChatMessage],
+    *,
+    language: str,
+    acts: bool,
+    soft_words: int | None,
+    own_length: bool = False,
+) -> tuple[AsyncGenerator[Delta, None], ReplyGuard]:
+    """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
+    babbling (past `soft_words`, unless the response set its `own_length`), no more
+    sentences than the instructions give (app/agent/length.py), and in English, where the
+    session cannot `acts`, no promise to act (app/agent/no_pretending.py)."""
+    if own_length:
+        guard = ReplyGuard()
+    else:
+        guard = ReplyGuard(soft_words, sentences_allowed(prompt, language))
+    said = guarded(deltas, guard)
+    if acts or (language or ENGLISH) != ENGLISH or asks_how(prompt):
+        return said, guard
+    return no_pretending(said), guard
