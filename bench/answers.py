@@ -143,7 +143,7 @@ QUESTIONS = [
     q("how-to", "How do I make a cup of tea?", "water", ("tea bag", "teabag", "leaves", "steep")),
     q("identity", "Who are you?", ("assistant", "vera"), avoid=NOT_MINE),
     q("identity", "What can you do?", ("answer", "questions", "help", "talk", "chat"),
-      avoid=("can't do that",)),
+      avoid=("can't do that", "cannot do that")),
     q("identity", "Who made you?", ("qwen", "alibaba", "vera", "voice agent"), avoid=NOT_MINE),
     q("follow-up", "And what about Germany?", "berlin",
       before=(("What is the capital of France?", "The capital of France is Paris."),)),

@@ -18,7 +18,7 @@ from app.vocab.chat import Delta
 
 log = logging.getLogger(__name__)
 
-REFUSAL = "Sorry, I can't do that: I can only talk. "
+REFUSAL = "Sorry, I cannot do that: I can only talk. "
 
 Words = tuple[str, ...]
 

@@ -13,7 +13,8 @@ whichever LLM wrote it (embedded or a server), and the transcript is what was sa
 - In English, numbers, units and symbols become words: "16.1 km" -> "sixteen point one
   kilometres", "$5.50" -> "five dollars and fifty cents", "3:30 pm" -> "three thirty p
   m", "21st" -> "twenty-first", "1990" -> "nineteen ninety". In another language they
-  are left to espeak-ng, which reads digits in that language.
+  are left to espeak-ng, which reads digits in that language. "Can't" becomes
+  "cannot", which no listener mistakes for "can".
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ _QUOTE = re.compile(r"^\s*>+\s?", re.MULTILINE)
 _RULE = re.compile(r"^\s*(?:[-*_=]\s*){3,}$", re.MULTILINE)
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ONLY_A_MARKER = re.compile(r"^\s*(?:[-*+•#>]+|\d{1,3}[.)])\s*$")
+# Kokoro's "can't" is heard as "can" ("You can park here."), which turns a reply around.
+_CANT = re.compile(r"\b([Cc])an['’]t\b")
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_MARK = re.compile(r"\s+([,.;:!?)])")
 _SPACE_AFTER_PAREN = re.compile(r"\(\s+")
@@ -233,6 +236,7 @@ _ENGLISH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (_YEAR, lambda m: year_words(int(m[1]))),
     (_LETTERED, lambda m: f"{decimal_words(m[1])} {m[2]}"),
     (_DECIMAL, _decimal),
+    (_CANT, lambda m: f"{m[1]}annot"),
 )
 
 

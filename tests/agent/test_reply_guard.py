@@ -233,7 +233,7 @@ async def test_without_a_tool_the_voice_never_promises_to_act(
     )  # fmt: skip
     pieces = [piece async for piece in responder.speak(request)]
     words = " ".join(p.text for p in pieces if isinstance(p, Piece) and p.text)
-    assert words == ("Sorry, I can't do that: I can only talk." if refused else promise)
+    assert words == ("Sorry, I cannot do that: I can only talk." if refused else promise)
 
 
 class LoopingLLM:

@@ -44,6 +44,7 @@ from tests.support.speech import transcribe, words
          "Qwen two point five Coder zero point five B, or a seven B model in four K."),
         ("Version 2.5.1 is out.", "Version 2.5.1 is out."),
         ("Great job 👍🏽", "Great job"),
+        ("Can't stop? You can’t park here.", "Cannot stop? You cannot park here."),
     ],
 )  # fmt: skip
 def test_numbers_units_and_symbols_are_said_in_words(written: str, said: str) -> None:
