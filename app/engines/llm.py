@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 
 from app.config import LlmSettings
+from app.engines.bare_tool_calls import BareToolCalls
 from app.errors import EngineError
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 
@@ -122,6 +123,7 @@ class OpenAICompatLLM:
         if tools:
             body["tools"] = tools
             body["tool_choice"] = tool_choice or "auto"
+        calls = BareToolCalls(tools if tool_choice != "none" else None)
         try:
             # vLLM names the request by this header in its log; llama.cpp's server wants a UUID4.
             request_id = str(uuid.uuid4())
@@ -141,14 +143,16 @@ class OpenAICompatLLM:
                     finished = False
                     async for chunk in _chunks(response, deadline, self._settings):
                         if chunk is _DONE:
-                            return
+                            finished = True
+                            break
                         assert isinstance(chunk, dict)
                         _count(chunk, tokens)
                         finished = finished or _finish_reason(chunk) is not None
                         for delta in choice_deltas(chunk):
                             # The first token is in: from now on, only stalls count.
                             deadline.reschedule(None)
-                            yield delta
+                            for passed in calls.push(delta):
+                                yield passed
                     if not finished:
                         raise EngineError(
                             "the LLM server's stream ended before the reply did (no "
@@ -156,6 +160,8 @@ class OpenAICompatLLM:
                             retryable=True,
                             code="llm_stream_broken",
                         )
+                    for passed in calls.finish():
+                        yield passed
         except TimeoutError:
             raise EngineError(
                 f"the LLM server sent no token within {self._settings.first_token_timeout_s:g} s",

@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.audio.level import rms_db
@@ -17,6 +18,7 @@ from tests.compose.conftest import EVIDENCE
 from tests.support.compose import Compose, ComposeError
 from tests.support.server import REPO
 from tests.support.speech import QUESTION, transcribe, word_error_rate, words
+from tests.support.vllm import SERVED_NAME
 
 AGENT = "http://127.0.0.1:8000"  # compose.yaml's agent, on the host's network
 # vLLM's access log line for each chat completion the agent asked for.
@@ -50,10 +52,13 @@ async def test_a_spoken_question_is_answered_through_the_vllm_container(
 
     # The answer came from the vLLM container: its own log saw the agent's request.
     assert len(COMPLETION.findall(stack.logs("vllm"))) > asked_before, stack.logs("vllm", 30)
+    async with httpx.AsyncClient() as http:
+        served = (await http.get("http://127.0.0.1:8001/v1/models", timeout=10)).json()["data"]
+    assert [model["id"] for model in served] == [SERVED_NAME]
     answered = client.recording.first_voice_after(client.mic.speech_ended_at)
     assert answered is not None
     EVIDENCE.append(
-        f"asked {heard['transcript']!r}, answered {said!r} "
+        f"asked {heard['transcript']!r}, {SERVED_NAME} answered {said!r} "
         f"{answered - client.mic.speech_ended_at:.1f} s after the question ended; "
         f"memory in use: {memory}"
     )

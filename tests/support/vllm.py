@@ -15,7 +15,7 @@ import httpx
 from tests.support.server import REPO, free_port
 
 VENV = Path(os.environ.get("VLLM_VENV", REPO / ".vllm"))
-SERVED_NAME = "smollm2"
+SERVED_NAME = "Qwen2.5-Coder-0.5B-Instruct"
 
 
 def vllm_installed() -> bool:
