@@ -21,10 +21,10 @@ from app.vocab.speech import TurnModel
 
 T = TypeVar("T")
 
-# How the prompt keeps within llm.max_history_messages: "auto" drops the oldest
-# message each time one is added; a ratio drops to that fraction of the limit at
-# once, so the prompt's start moves rarely (an LLM server's prefix cache keeps
-# working); "disabled" fails the reply instead of dropping anything.
+# How the prompt keeps within llm.max_history_messages: a ratio drops to that fraction
+# of the limit at once, so the prompt's start moves rarely (the LLM's prefix cache keeps
+# working); "auto" is half (history.AUTO_RETENTION); "disabled" fails the reply instead
+# of dropping anything.
 Truncation = Literal["auto", "disabled"] | float
 # semantic_vad: how long a silence may last before the turn ends whatever the turn
 # model says (OpenAI's documented maximum waits).

@@ -50,14 +50,17 @@ def said(prompt: list[dict[str, str]]) -> list[int]:
 
 
 def test_truncation_keeps_the_prompt_within_its_limit() -> None:
-    # auto: the newest messages, one dropped for each added.
-    assert said(conversation(12).prompt("x", limit=10)) == list(range(2, 12))
-    # A retention ratio drops to half the limit at once, then the start stays put.
-    starts = [
-        said(conversation(n).prompt("x", limit=10, truncation=0.5))[0] for n in (10, 11, 12, 16, 17)
-    ]
-    assert starts == [0, 6, 6, 6, 12]
-    assert len(said(conversation(16).prompt("x", limit=10, truncation=0.5))) == 10
+    # A retention ratio drops to that part of the limit at once, then the start stays put
+    # (the LLM's cached prefix with it); auto is half.
+    for truncation in (0.5, "auto"):
+        starts = [
+            said(conversation(n).prompt("x", limit=10, truncation=truncation))[0]
+            for n in (10, 11, 12, 16, 17)
+        ]
+        assert starts == [0, 6, 6, 6, 12]
+        assert len(said(conversation(16).prompt("x", limit=10, truncation=truncation))) == 10
+    starts = [said(conversation(n).prompt("x", limit=10, truncation=0.8))[0] for n in (11, 13, 14)]
+    assert starts == [3, 3, 6]
     # disabled: a conversation too long for one prompt fails the reply instead.
     assert len(said(conversation(10).prompt("x", limit=10, truncation="disabled"))) == 10
     with pytest.raises(ConversationTooLong, match="truncation is disabled"):
