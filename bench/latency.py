@@ -56,6 +56,7 @@ class Turn:
     waits_s: list[float]
     timings_ms: dict[str, float]
     status: str
+    said: str = ""  # the reply's transcript
 
 
 @dataclass
@@ -135,6 +136,7 @@ async def run_session(
                     waits_s=waits_at_joins(voiced, clauses, lag_s),
                     timings_ms=done["response"].get("timings_ms", {}),
                     status=done["response"]["status"],
+                    said="".join(text for _, text in clauses),
                 )
             )
             await asyncio.sleep(0.5)
@@ -209,7 +211,7 @@ async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: li
     idle_rss = rss_mb(pid) if pid else None
     before = await speculation(url)
     one = await run_concurrent(url, pid, 1, turns, wavs)
-    report("1 session", one.results, one.cpu_pct)
+    report("1 session", one.results, one.cpu_pct, each=True)
     before = report_speculation(before, await speculation(url))
     if sessions > 1:
         many = await run_concurrent(url, pid, sessions, turns, wavs)
@@ -238,10 +240,15 @@ def report_speculation(before: dict[str, int], after: dict[str, int]) -> dict[st
     return after
 
 
-def report(label: str, results: Results, cpu_pct: float | None) -> None:
+def report(label: str, results: Results, cpu_pct: float | None, each: bool = False) -> None:
     v2v = [t.v2v_s * 1000 for t in results.turns if t.v2v_s is not None]
     failed = sum(t.status != "completed" for t in results.turns)
     print(f"\n== {label}: {len(results.turns)} turns, {failed} not completed")
+    # Turn by turn, so that what changes as a conversation grows shows.
+    for n, t in enumerate(results.turns if each else [], 1):
+        v2v_ms = "-" if t.v2v_s is None else f"{t.v2v_s * 1000:.0f}"
+        first_token = t.timings_ms.get("llm_first_token", 0)
+        print(f"  turn {n:2d}: {v2v_ms:>5} ms, LLM first token {first_token:5.0f}: {t.said!r}")
     if v2v:
         print(
             f"voice-to-voice at client: p50 {percentile(v2v, 50):.0f} ms, "
