@@ -26,15 +26,15 @@ class BareToolCalls:
 
     def __init__(self, tools: list[Tool] | None) -> None:
         self._names = {tool["function"]["name"] for tool in tools or []}
-        self._held: list[str] = []
+        self._held = ""
         # None: the reply has not shown yet whether it may be a call.
         self._holding: bool | None = None if self._names else False
 
     def push(self, delta: Delta) -> list[Delta]:
         if self._holding is False or not isinstance(delta, str):
             return [delta]
-        self._held.append(delta)
-        text = "".join(self._held).lstrip()
+        self._held += delta
+        text = self._held.lstrip()
         if self._holding is None:
             if text.startswith(_OPENINGS):
                 self._holding = True
@@ -42,12 +42,12 @@ class BareToolCalls:
                 self._holding = False  # ("<" or "" may still open one)
         if self._holding is not False:
             return []
-        held, self._held = "".join(self._held), []
+        held, self._held = self._held, ""
         return [held]
 
     def finish(self) -> list[Delta]:
         """The reply has ended: what was held, as calls or as the text it was."""
-        text, self._held = "".join(self._held), []
+        text, self._held = self._held, ""
         if not text:
             return []
         calls = tool_calls(text, self._names)
