@@ -23,6 +23,7 @@ from app.observability.metrics import Metrics
 from app.observability.tracing import TurnTracer
 from app.observability.usage import UsageLedger
 from app.session.messages import SessionMessage
+from app.tools.servers import ToolServers
 from app.vocab.speech import TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
@@ -41,9 +42,11 @@ class Runtime:
         self.interruptions = InterruptionStats()
         self.health = EngineHealth()
         self.usage = UsageLedger()
+        self.tools = ToolServers(settings.tools)  # MCP connections every session shares
         self.metrics = Metrics(
-            self.speculation, self.interruptions, self.health, agent=settings.agent
-        )
+            self.speculation, self.interruptions, self.health, agent=settings.agent,
+            tools=self.tools,
+        )  # fmt: skip
         self.tracer = (
             TurnTracer.over_otlp(settings.server.otlp_endpoint, replica=settings.server.replica)
             if settings.server.otlp_endpoint
@@ -154,6 +157,7 @@ class Runtime:
     async def close(self) -> None:
         """Release the engines and the turn model; the last turns' spans go out."""
         self.responder = None
+        await self.tools.aclose()
         if self.turn_model is not None:
             self.turn_model.close()
             self.turn_model = None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -68,11 +69,17 @@ def test_every_setting_is_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
             keyed = ["--server-api-key", "k"] if path == "sip.webhook_url" else []
             parsed = settings_from_args([name, str(value), *keyed])
             expected = [value] if isinstance(default, list) else value
+            expected = PARSED.get(path, expected)
             assert _get(parsed, path) == expected != _get(defaults, path), name
 
 
+# Flag values that parse into something other than themselves (JSON).
+TIME_TOOL = {"type": "mcp", "server_label": "clock", "command": ["mcp-server-time"]}
+PARSED: dict[str, object] = {"tools.default": [TIME_TOOL]}
+
 # Values the plain rule in _other() would make invalid.
 OTHER_VALUES: dict[str, object] = {
+    "tools.default": json.dumps([TIME_TOOL]),
     "agent": "echo",
     "server.ice_servers": "stun:stun.example:3478",
     "sip.allow": "10.0.0.0/8",

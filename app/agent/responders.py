@@ -171,7 +171,10 @@ class AgentResponder:
     def _stream(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         """The LLM's reply, never babbling (a response that sets its own length keeps
         it), and never, without a tool, promising to act."""
-        acts = bool(request.tools) and request.tool_choice != "none"
+        # A reply to a tool's result is told it acts even where it may not call again.
+        acts = bool(request.tools) and (
+            request.tool_choice != "none" or _answers_a_call(request.prompt)
+        )
         deltas = self._llm.stream(
             as_told(request.prompt, model=self._llm.model_name, tools=acts),
             max_tokens=request.max_tokens,
@@ -367,3 +370,13 @@ def as_told(prompt: list[ChatMessage], *, model: str, tools: bool) -> list[ChatM
         return prompt
     told = filled(prompt[0]["content"], model=model, tools=tools)
     return [{**prompt[0], "content": told}, *prompt[1:]]
+
+
+def _answers_a_call(prompt: list[ChatMessage]) -> bool:
+    """A tool's result came after the user last spoke."""
+    for message in reversed(prompt):
+        if message["role"] == "tool":
+            return True
+        if message["role"] == "user":
+            return False
+    return False

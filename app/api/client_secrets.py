@@ -19,6 +19,7 @@ from app.api.callers import caller
 from app.api.deps import Calls, Shared
 from app.api.errors import validation_problems
 from app.api.secret_store import SECRET_PREFIX
+from app.calls.call import refused_as_signalling
 from app.errors import BadRequest, NotFound, Unauthorized
 from app.realtime.session_config import SessionConfig, describe, to_changes
 
@@ -64,7 +65,8 @@ async def create(request: Request, calls: Calls) -> dict[str, Any]:
         body = ClientSecretRequest.model_validate_json(raw or b"{}")
     except ValidationError as exc:
         raise BadRequest(validation_problems(exc)) from None
-    changes = to_changes(body.session) if body.session is not None else None
+    with refused_as_signalling():
+        changes = to_changes(body.session) if body.session is not None else None
     options = calls.preview(changes)
     minted = request.app.state.client_secrets
     size = len(raw) if changes is not None else 0

@@ -18,7 +18,7 @@ from app.api.callers import caller_of_request
 from app.api.deps import Calls
 from app.api.errors import error_body
 from app.api.signalling import secret_changes
-from app.calls.call import CallConfig
+from app.calls.call import CallConfig, refused_as_signalling
 from app.calls.webrtc import open_webrtc
 from app.errors import SignallingError
 from app.ids import shown
@@ -90,7 +90,8 @@ async def _offer_of(request: Request) -> tuple[str, CallConfig | None]:
             f"the 'session' field is not a valid session object: {where or 'session'}: "
             f"{problem['msg']}"
         ) from exc
-    return sdp_text, to_changes(config)
+    with refused_as_signalling():
+        return sdp_text, to_changes(config)
 
 
 async def _text_of(part: UploadFile | str, name: str) -> str:

@@ -33,6 +33,7 @@ from app.rtc.peer import RtcPeer
 from app.runtime import Runtime
 from app.session.messages import SessionMessage
 from app.session.options import SessionOptions, changed_options
+from app.session.refusals import OptionError
 from app.session.session import OutputLevel, Session
 from app.session.speaking.audio_out import AudioOut
 from app.tasks import spawn
@@ -144,6 +145,7 @@ class CallManager:
             voice_model=runtime.voice_model,
             speculation=runtime.speculation,
             interruptions=runtime.interruptions,
+            tools=runtime.tools,
         )
 
     def abandon(self, slot: Slot) -> None:
@@ -184,9 +186,13 @@ class CallManager:
         if changes is None:
             return fresh
         with refused_as_signalling():
-            return changed_options(
+            options = changed_options(
                 fresh, changes, self.settings, runtime.responder, runtime.turn_model
             )
+            for spec in options.servers:
+                if (refused := runtime.tools.refused(spec)) is not None:
+                    raise OptionError(refused, "tools")
+            return options
 
     # --- what routes ask of live calls
 

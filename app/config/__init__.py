@@ -18,12 +18,13 @@ from app.config.engines import LlmSettings, SttSettings, TtsSettings
 from app.config.phone import SipSettings, TwilioSettings
 from app.config.recordings import RecordingSettings
 from app.config.server import LimitsSettings, PoolSettings, ServerSettings, split_csv
+from app.config.tools import ToolsSettings
 from app.config.turns import TurnSettings, VadSettings
 
 __all__ = [
     "AudioSettings", "LimitsSettings", "LlmSettings", "PoolSettings", "RecordingSettings",
     "ServerSettings", "Settings",
-    "SipSettings", "SttSettings", "TtsSettings", "TurnSettings", "TwilioSettings",
+    "SipSettings", "SttSettings", "ToolsSettings", "TtsSettings", "TurnSettings", "TwilioSettings",
     "VadSettings", "get_settings", "split_csv",
 ]  # fmt: skip
 
@@ -51,6 +52,7 @@ class Settings(BaseSettings):
     sip: SipSettings = Field(default_factory=SipSettings)
     twilio: TwilioSettings = Field(default_factory=TwilioSettings)
     recordings: RecordingSettings = Field(default_factory=RecordingSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
     @model_validator(mode="after")
     def _webhook_needs_a_key(self) -> Settings:

@@ -20,6 +20,7 @@ from app.observability.build import package_version
 from app.observability.counters import InterruptionStats, SpeculationStats
 from app.observability.health import EngineHealth
 from app.session import messages as msg
+from app.tools.servers import ToolServers
 
 # Voice stages sit between tens of ms (a GPU, a speculated transcript) and seconds (a
 # first clause on two CPU cores); past 10 s a turn has failed in all but name.
@@ -34,6 +35,7 @@ class Metrics:
         health: EngineHealth,
         *,
         agent: str,
+        tools: ToolServers | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         self._calls = Counter(
@@ -86,6 +88,8 @@ class Metrics:
         build.info({"version": package_version(), "agent": agent})
         self.registry.register(_Live(speculation, interruptions))
         self.registry.register(_Engines(health))
+        if tools is not None:
+            self.registry.register(_Tools(tools))
 
     def count_slots(self, pool: SlotPool) -> None:
         """The pool's slots, by state and transport, read at every scrape."""
@@ -211,3 +215,29 @@ class _Engines(Collector):
             for family, value in zip(families, values, strict=True):
                 family.add_metric([name], value)
         yield from families
+
+
+class _Tools(Collector):
+    """MCP tool calls by server label (bounded: ToolServers.MAX_LABELS), no session ids."""
+
+    def __init__(self, tools: ToolServers) -> None:
+        self._tools = tools
+
+    def collect(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            "voice_agent_tool_calls", "MCP tool calls, by server label.", labels=["server"]
+        )
+        failures = CounterMetricFamily(
+            "voice_agent_tool_failures",
+            "MCP tool calls that failed or timed out, by server label.",
+            labels=["server"],
+        )
+        seconds = CounterMetricFamily(
+            "voice_agent_tool_seconds", "Time MCP tool calls took, by server label.",
+            labels=["server"],
+        )  # fmt: skip
+        for label, stats in sorted(self._tools.stats.items()):
+            calls.add_metric([label], stats.calls)
+            failures.add_metric([label], stats.failures)
+            seconds.add_metric([label], stats.seconds)
+        yield from (calls, failures, seconds)

@@ -65,19 +65,34 @@ class FunctionCallOutputItem(BaseModel):
     output: str
 
 
+class ApprovalResponseItem(BaseModel):
+    """The client's answer to an mcp_approval_request."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    type: Literal["mcp_approval_response"]
+    approval_request_id: str
+    approve: bool
+    reason: str | None = Field(None, max_length=1024)
+
+
 def _item_kind(item: Any) -> str | None:
     kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
     return kind if isinstance(kind, str) else None
 
 
-ITEM_TAGS = ("message", "function_call_output")
+ITEM_TAGS = ("message", "function_call_output", "mcp_approval_response")
 Item = Annotated[
     Annotated[MessageItem, Tag("message")]
-    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[ApprovalResponseItem, Tag("mcp_approval_response")],
     Discriminator(
         _item_kind,
         custom_error_type="invalid_value",
-        custom_error_message="items are of type message or function_call_output",
+        custom_error_message=(
+            "items are of type message, function_call_output or mcp_approval_response"
+        ),
     ),
 ]
 

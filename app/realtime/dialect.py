@@ -198,6 +198,11 @@ class RealtimeDialect:
                 self._send(events.input_cleared())
             case cmd.ItemCreate(item=cmd.FunctionCallOutputItem() as output):
                 session.items.add_tool_output(output.call_id, output.output, output.id)
+            case cmd.ItemCreate(item=cmd.ApprovalResponseItem() as answer):
+                session.approve(
+                    answer.approval_request_id, approve=answer.approve,
+                    reason=answer.reason, item_id=answer.id,
+                )  # fmt: skip
             case cmd.ItemCreate(item=cmd.MessageItem() as item):
                 session.items.add(item.role, item.text, item.id)
             case cmd.ItemRetrieve(item_id=item_id):

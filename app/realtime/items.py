@@ -22,6 +22,57 @@ def function_call_item(call: msg.FunctionCall, status: str) -> dict[str, Any]:
     }
 
 
+def mcp_call_item(call: msg.FunctionCall) -> dict[str, Any]:
+    """A call this server ran on an MCP server: output or error once it ended."""
+    item: dict[str, Any] = {
+        "id": call.item_id,
+        "type": "mcp_call",
+        "server_label": call.server,
+        "name": call.name,
+        "arguments": call.arguments,
+        "output": call.output,
+        "error": call.error,
+    }
+    if call.approval_request_id is not None:
+        item["approval_request_id"] = call.approval_request_id
+    return item
+
+
+def call_item(call: msg.FunctionCall, status: str) -> dict[str, Any]:
+    """A function call for the client to run, or an MCP call this server runs."""
+    return mcp_call_item(call) if call.server else function_call_item(call, status)
+
+
+def mcp_list_tools_item(
+    item_id: str, server: str, tools: tuple[dict[str, object], ...] = ()
+) -> dict[str, Any]:
+    return {"id": item_id, "type": "mcp_list_tools", "server_label": server, "tools": list(tools)}
+
+
+def approval_request_item(request: msg.ApprovalRequested) -> dict[str, Any]:
+    return {
+        "id": request.item_id,
+        "type": "mcp_approval_request",
+        "server_label": request.server,
+        "name": request.name,
+        "arguments": request.arguments,
+    }
+
+
+def approval_response_item(
+    item_id: str, request_id: str, approve: bool, reason: str | None
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": item_id,
+        "type": "mcp_approval_response",
+        "approval_request_id": request_id,
+        "approve": approve,
+    }
+    if reason:
+        item["reason"] = reason
+    return item
+
+
 def function_output_item(item_id: str, call_id: str, output: str) -> dict[str, Any]:
     return {
         "id": item_id,
@@ -87,7 +138,7 @@ def text_item(item_id: str, role: str, text: str) -> dict[str, Any]:
 def stored_item(message: Message, audio: str | None) -> Item:
     """An item as stored; `audio`: the user's speech, base64 pcm16 at 24 kHz, if kept."""
     if message.call is not None:
-        return function_call_item(message.call, "completed")
+        return call_item(message.call, "completed")
     if message.role == "tool":
         return function_output_item(message.item_id, message.call_id, message.content)
     if message.role == "assistant" and message.spoken:

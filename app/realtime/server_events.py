@@ -12,9 +12,14 @@ from typing import Any
 
 from app.ids import new_id
 from app.realtime.items import (
+    approval_request_item,
+    approval_response_item,
     assistant_item,
+    call_item,
     function_call_item,
     function_output_item,
+    mcp_call_item,
+    mcp_list_tools_item,
     stored_item,
     text_item,
     user_item,
@@ -72,12 +77,22 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
                 content_part("added", response_id, item_id, "", modality, index),
             ]
         case msg.FunctionCallStarted(response_id, call):
-            item = function_call_item(call, "in_progress")
+            item = call_item(call, "in_progress")
             return [
                 output_item("added", response_id, item, call.output_index),
                 item_added(item, call.previous_item_id),
             ]
-        case msg.FunctionCallArguments(response_id, item_id, call_id, index, delta):
+        case msg.FunctionCallArguments(response_id, item_id, _, index, delta, server) if server:
+            return [
+                _event(
+                    "response.mcp_call_arguments.delta",
+                    response_id=response_id,
+                    item_id=item_id,
+                    output_index=index,
+                    delta=delta,
+                )
+            ]
+        case msg.FunctionCallArguments(response_id, item_id, call_id, index, delta, _):
             return [
                 _event(
                     "response.function_call_arguments.delta",
@@ -88,6 +103,50 @@ def for_message(message: msg.SessionMessage, *, transcription: bool = True) -> l
                     delta=delta,
                 )
             ]
+        case msg.ServerCallRunning(response_id, call):
+            return [
+                _event(
+                    "response.mcp_call_arguments.done",
+                    response_id=response_id,
+                    item_id=call.item_id,
+                    output_index=call.output_index,
+                    arguments=call.arguments,
+                ),
+                _of_call("response.mcp_call.in_progress", call),
+            ]
+        case msg.ServerCallEnded(response_id, call):
+            item = mcp_call_item(call)
+            ended = "failed" if call.error is not None else "completed"
+            return [
+                _of_call(f"response.mcp_call.{ended}", call),
+                output_item("done", response_id, item, call.output_index),
+                item_done(item, call.previous_item_id),
+            ]
+        case msg.ApprovalRequested(response_id, item_id, _, _, _, index, previous):
+            item = approval_request_item(message)
+            return [
+                output_item("added", response_id, item, index),
+                item_added(item, previous),
+                output_item("done", response_id, item, index),
+                item_done(item, previous),
+            ]
+        case msg.ApprovalAnswered(item_id, request_id, approve, reason, previous):
+            item = approval_response_item(item_id, request_id, approve, reason)
+            return [item_added(item, previous), item_done(item, previous)]
+        case msg.ToolsListing(item_id, server, previous):
+            item = mcp_list_tools_item(item_id, server)
+            return [
+                item_added(item, previous),
+                _event("mcp_list_tools.in_progress", item_id=item_id),
+            ]
+        case msg.ToolsListed(item_id, server, tools, problem):
+            if problem is not None:
+                return [
+                    _event("mcp_list_tools.failed", item_id=item_id),
+                    item_done(mcp_list_tools_item(item_id, server), None),
+                ]
+            item = mcp_list_tools_item(item_id, server, tools)
+            return [_event("mcp_list_tools.completed", item_id=item_id), item_done(item, None)]
         case msg.ToolOutputAdded(item_id, call_id, output, previous):
             item = function_output_item(item_id, call_id, output)
             return [item_added(item, previous), item_done(item, previous)]
@@ -118,6 +177,15 @@ def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
         events += words
         output.append(done)
     for call in ended.calls:
+        if call.server:
+            item = mcp_call_item(call)
+            output.append(item)
+            if call.output is None and call.error is None:  # cut short while it ran
+                events += [
+                    output_item("done", response_id, item, call.output_index),
+                    item_done(item, call.previous_item_id),
+                ]
+            continue
         item = function_call_item(call, "completed" if call.complete else "incomplete")
         events += [
             _event(
@@ -133,6 +201,8 @@ def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
             item_done(item, call.previous_item_id),
         ]
         output.append(item)
+    output += [approval_request_item(request) for request in ended.approvals]
+    output.sort(key=_output_index(ended))
     error_ = {"type": "server_error", "message": ended.error} if ended.error else None
     return [
         *events,
@@ -146,6 +216,19 @@ def reply_ended(ended: msg.ReplyEnded) -> list[Event]:
             error=error_,
         ),
     ]
+
+
+def _output_index(ended: msg.ReplyEnded) -> Any:
+    """Where each output item of the reply sits in response.output, by its id."""
+    index = {call.item_id: call.output_index for call in ended.calls}
+    index.update({request.item_id: request.output_index for request in ended.approvals})
+    if ended.message is not None:
+        index[ended.message.item_id] = ended.message.output_index
+    return lambda item: index.get(item["id"], 0)
+
+
+def _of_call(type_: str, call: msg.FunctionCall) -> Event:
+    return _event(type_, item_id=call.item_id, output_index=call.output_index)
 
 
 def _message_ended(

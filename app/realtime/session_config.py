@@ -29,6 +29,8 @@ from app.session.options import (
     Truncation,
     TurnDetectionChange,
 )
+from app.session.refusals import OptionError
+from app.tools.specs import AnyTool, tool_set
 from app.vocab.chat import Tool, ToolChoice
 from app.vocab.languages import AUTO, unknown_language
 
@@ -164,23 +166,27 @@ class Audio(_Strict):
     output: AudioOutput | None = None
 
 
-class FunctionTool(_Strict):
-    type: Literal["function"] = "function"
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-
-
-def _function_tools_only(tools: Any) -> Any:
-    for tool in tools if isinstance(tools, list) else []:
-        kind = tool.get("type", "function") if isinstance(tool, dict) else None
-        if kind not in ("function", None):
-            raise PydanticCustomError(
-                "invalid_value",
-                "only function tools are supported here, not '{kind}'",
-                {"kind": kind},
-            )
-    return tools
+def _client_tools(tools: Any) -> Any:
+    """Function and mcp tools only, an mcp tool by URL only; a tool without a type is a
+    function, as OpenAI's API takes it."""
+    if not isinstance(tools, list):
+        return tools
+    typed = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            kind = tool.setdefault("type", "function")
+            if kind not in ("function", "mcp"):
+                raise PydanticCustomError(
+                    "invalid_value",
+                    "only function and mcp tools are supported here, not '{kind}'",
+                    {"kind": kind},
+                )
+            if "command" in tool:
+                raise PydanticCustomError(
+                    "invalid_value", "a client's mcp tool names a server_url, not a command"
+                )
+        typed.append(tool)
+    return typed
 
 
 class NamedFunction(_Strict):
@@ -216,7 +222,7 @@ class SessionConfig(_Strict):
     prompt: dict[str, Any] | None = None
     reasoning: dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    tools: Annotated[list[FunctionTool] | None, BeforeValidator(_function_tools_only)] = None
+    tools: Annotated[list[AnyTool] | None, BeforeValidator(_client_tools)] = None
     tool_choice: Literal["auto", "none", "required"] | NamedFunction | None = None
 
 
@@ -232,6 +238,10 @@ def to_changes(config: SessionConfig) -> OptionChanges:
     audio_in = audio.input or AudioInput()
     audio_out = audio.output or AudioOutput()
     given = audio_in.model_fields_set
+    try:
+        given_tools = None if config.tools is None else tool_set(config.tools)
+    except ValueError as exc:
+        raise OptionError(str(exc), "tools") from None
     return OptionChanges(
         instructions=config.instructions,
         voice=audio_out.voice,
@@ -245,7 +255,8 @@ def to_changes(config: SessionConfig) -> OptionChanges:
         max_output_tokens=config.max_output_tokens,
         truncation=_truncation(config.truncation),
         logprobs=None if config.include is None else LOGPROBS in config.include,
-        tools=None if config.tools is None else tuple(_chat_tool(t) for t in config.tools),
+        tools=None if given_tools is None else given_tools.functions,
+        servers=None if given_tools is None else given_tools.servers,
         tool_choice=_chat_tool_choice(config.tool_choice),
         noise_reduction=_noise_reduction(audio_in) if "noise_reduction" in given else None,
         language=audio_in.transcription.language if audio_in.transcription else None,
@@ -255,15 +266,6 @@ def to_changes(config: SessionConfig) -> OptionChanges:
 def _noise_reduction(audio_in: AudioInput) -> NoiseReductionKind:
     """null turns it off; absent leaves it as it is."""
     return audio_in.noise_reduction.type if audio_in.noise_reduction is not None else "off"
-
-
-def _chat_tool(tool: FunctionTool) -> Tool:
-    """A Realtime function tool, as an OpenAI chat tool."""
-    function: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        function["description"] = tool.description
-    function["parameters"] = tool.parameters or {"type": "object", "properties": {}}
-    return {"type": "function", "function": function}
 
 
 def _chat_tool_choice(choice: str | NamedFunction | None) -> ToolChoice | None:
@@ -366,7 +368,8 @@ def describe(
         "max_output_tokens": options.max_output_tokens or "inf",
         "truncation": truncation,
         "include": [LOGPROBS] if options.logprobs else None,
-        "tools": [_realtime_tool(tool) for tool in options.tools],
+        "tools": [_realtime_tool(tool) for tool in options.tools]
+        + [spec.to_realtime() for spec in options.servers],
         "tool_choice": _realtime_tool_choice(options.tool_choice),
         "audio": {
             "input": {

@@ -166,6 +166,10 @@ class History:
                         "function": {"name": m.call.name, "arguments": m.call.arguments},
                     }
                 )
+                if m.call.server:  # this server ran it: its result is the same item's
+                    conversation.append(
+                        {"role": "tool", "tool_call_id": m.call.call_id, "content": ran(m.call)}
+                    )
             elif m.role == "tool":
                 conversation.append(
                     {"role": "tool", "tool_call_id": m.call_id, "content": m.content}
@@ -177,6 +181,8 @@ class History:
     def _answered(self, message: Message) -> bool:
         """A tool call the client answered, or an answer to a call still here: an
         unanswered call, or an orphan answer, would leave the LLM a broken exchange."""
+        if message.call is not None and message.call.server:
+            return message.call.output is not None or message.call.error is not None
         if message.call is not None:
             return any(
                 m.role == "tool" and m.call_id == message.call.call_id for m in self._messages
@@ -203,6 +209,13 @@ class History:
 
     def __len__(self) -> int:
         return len(self._messages)
+
+
+def ran(call: FunctionCall) -> str:
+    """What the LLM reads of a call this server ran: its output, or what went wrong."""
+    if call.output is not None:
+        return call.output
+    return f"The call failed: {(call.error or {}).get('message', 'no answer')}"
 
 
 def _window_start(added: int, limit: int, ratio: float) -> int:

@@ -96,3 +96,17 @@ class Announcement(Job):
         self.text = text
         self.audio24k = audio24k
         self.response_id = new_id("resp")  # the reply's, known before it starts
+
+
+class ApprovedCall(Job):
+    """The client approved a call of an MCP server's tool (`request_id`, the approval
+    request's item): run it, then answer with its result."""
+
+    def __init__(
+        self, session_id: str, request_id: str, server: str, name: str, arguments: str
+    ) -> None:
+        super().__init__(session_id, TurnTimings())
+        self.request_id = request_id
+        self.server = server
+        self.name = name
+        self.arguments = arguments

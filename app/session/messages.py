@@ -134,6 +134,71 @@ class FunctionCall:
     output_index: int
     previous_item_id: str | None = None
     complete: bool = True  # False: cut short, or its arguments did not parse
+    # Run by this server on an MCP server of this label (an mcp_call), not by the client.
+    server: str = ""
+    output: str | None = None  # the server's call, once it ended well
+    error: dict[str, object] | None = None  # ...or badly: OpenAI's mcp_call error
+    approval_request_id: str | None = None  # the client approved it first
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCallRunning:
+    """A call the server runs (`call.server`): its arguments are whole, it has started."""
+
+    response_id: str
+    call: FunctionCall
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCallEnded:
+    """A server's call ended: `call.output`, or `call.error`."""
+
+    response_id: str
+    call: FunctionCall
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """The agent would call a server's tool that needs the client's approval first: the
+    item `item_id`, an output of the reply."""
+
+    response_id: str
+    item_id: str
+    server: str
+    name: str
+    arguments: str
+    output_index: int
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswered:
+    """The client's answer to an approval request: the item `item_id`."""
+
+    item_id: str
+    request_id: str
+    approve: bool
+    reason: str | None
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsListing:
+    """The session connects to an MCP server and lists its tools: the item `item_id`."""
+
+    item_id: str
+    server: str
+    previous_item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsListed:
+    """`tools` (each as the Realtime API shows one), or `error` when listing failed."""
+
+    item_id: str
+    server: str
+    tools: tuple[dict[str, object], ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +216,7 @@ class FunctionCallArguments:
     call_id: str
     output_index: int
     delta: str
+    server: str = ""  # an MCP server's call (FunctionCall.server)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +289,7 @@ class ReplyEnded:
     text: str = ""
     message: MessageStarted | None = None
     calls: tuple[FunctionCall, ...] = ()
+    approvals: tuple[ApprovalRequested, ...] = ()
     timings_ms: dict[str, float] = field(default_factory=dict)
     reason: CancelReason | None = None
     heard_ms: int | None = None
@@ -261,6 +328,12 @@ SessionMessage = (
     | MessageStarted
     | FunctionCallStarted
     | FunctionCallArguments
+    | ServerCallRunning
+    | ServerCallEnded
+    | ApprovalRequested
+    | ApprovalAnswered
+    | ToolsListing
+    | ToolsListed
     | ToolOutputAdded
     | TextWritten
     | ReplyAudioStarted

@@ -15,6 +15,7 @@ from app.agent.responders import Responder
 from app.config import LimitsSettings, Settings, VadSettings
 from app.config.audio import NoiseReduction
 from app.session.refusals import OptionError
+from app.tools.specs import TOOL_LIST, McpSpec, ToolSet, tool_set
 from app.vocab.chat import Tool, ToolChoice
 from app.vocab.languages import AUTO, ENGLISH, unknown_language
 from app.vocab.speech import TurnModel
@@ -64,6 +65,8 @@ class OptionChanges:
     truncation: Truncation | None = None
     logprobs: bool | None = None  # a score per word of the user's transcripts
     tools: tuple[Tool, ...] | None = None  # OpenAI chat tools the agent may call
+    # MCP servers the client names (given with `tools`: the two replace the client's own).
+    servers: tuple[McpSpec, ...] | None = None
     tool_choice: ToolChoice | None = None
     noise_reduction: NoiseReduction | None = None  # "off": none
     language: str | None = None  # what the user speaks: a Whisper code, or "auto"
@@ -84,6 +87,9 @@ class SessionOptions:
     idle_timeout_ms: int = 0  # after a reply, silence this long asks for another; 0: off
     eagerness: Eagerness | None = None  # semantic_vad; None: turns end by silence alone
     tools: tuple[Tool, ...] = ()
+    # MCP servers this server calls for the session: the operator's (tools.default, for
+    # the whole session) and the client's.
+    servers: tuple[McpSpec, ...] = ()
     tool_choice: ToolChoice = "auto"
     noise_reduction: NoiseReduction = "off"  # for the turn detector's ears
     language: str = ENGLISH  # what the user speaks: a Whisper code, or "auto" to detect it
@@ -98,6 +104,7 @@ class SessionOptions:
         if settings.turn.detection == "semantic_vad":
             eagerness = settings.turn.eagerness
             vad = _with_turns(vad, TurnDetectionChange(), MAX_WAIT_MS[eagerness])
+        defaults = operator_tools(settings)
         return cls(
             instructions=settings.llm.system_prompt,
             voice=settings.tts.voice,
@@ -108,6 +115,8 @@ class SessionOptions:
             eagerness=eagerness,
             noise_reduction=settings.audio.noise_reduction,
             language=settings.stt.language,
+            tools=defaults.functions,
+            servers=defaults.servers,
         )
 
     def changed(
@@ -140,6 +149,11 @@ class SessionOptions:
         if changes.text_only and not writes_text:
             raise OptionError("this agent only plays back what it hears", "output_modalities")
         tools = self.tools if changes.tools is None else changes.tools
+        servers = (
+            self.servers
+            if changes.servers is None
+            else _with_operators(self.servers, changes.servers)
+        )
         tool_choice = _given(changes.tool_choice, self.tool_choice)
         if isinstance(tool_choice, dict):
             names = {tool["function"]["name"] for tool in tools}
@@ -184,10 +198,30 @@ class SessionOptions:
             idle_timeout_ms=idle_timeout_ms,
             eagerness=eagerness,
             tools=tools,
+            servers=servers,
             tool_choice=tool_choice,
             noise_reduction=_given(changes.noise_reduction, self.noise_reduction),
             language=_given(changes.language, self.language),
         )
+
+
+def operator_tools(settings: Settings) -> ToolSet:
+    """The operator's tools.default (checked when the settings were read)."""
+    return tool_set(TOOL_LIST.validate_python(settings.tools.default), operator=True)
+
+
+def _with_operators(
+    current: tuple[McpSpec, ...], given: tuple[McpSpec, ...]
+) -> tuple[McpSpec, ...]:
+    """The client's servers replace its own; the operator's stay for the whole session."""
+    kept = tuple(spec for spec in current if spec.operator)
+    taken = {spec.label for spec in kept}
+    for spec in given:
+        if spec.label in taken:
+            raise OptionError(
+                f"server_label {spec.label!r} is taken by this server's own tools", "tools"
+            )
+    return kept + given
 
 
 def _check_language(language: str, languages: frozenset[str]) -> None:
@@ -243,10 +277,9 @@ def _within(changes: OptionChanges, limits: LimitsSettings) -> None:
         )
     if changes.tools is None:
         return
-    if len(changes.tools) > limits.tools:
-        raise OptionError(
-            f"{len(changes.tools)} tools are more than this server's {limits.tools}", "tools"
-        )
+    count = len(changes.tools) + len(changes.servers or ())
+    if count > limits.tools:
+        raise OptionError(f"{count} tools are more than this server's {limits.tools}", "tools")
     for tool in changes.tools:
         size = len(json.dumps(tool))
         if size > limits.tool_bytes:

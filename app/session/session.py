@@ -21,7 +21,7 @@ from app.session import messages as msg
 from app.session.history import History, Message
 from app.session.items import Items
 from app.session.job_queue import JobQueue
-from app.session.jobs import Announcement, Job, ReplyRequest, UserTurn
+from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, UserTurn
 from app.session.listening.idle import IdleTimeout
 from app.session.listening.interruption import InterruptionCallbacks, Interruptions
 from app.session.listening.keypad import KEYS, Keypad, entry_text
@@ -40,8 +40,11 @@ from app.session.refusals import (
     NoActiveResponse,
     NothingPlaying,
     NothingToCommit,
+    OptionError,
     ResponseInProgress,
+    UnknownItem,
 )
+from app.session.server_tools import ServerTools
 from app.session.speaking.answer import Answerer
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.backend import Backend
@@ -49,6 +52,7 @@ from app.session.speaking.reply import Emit, Reply
 from app.session.taps import TappedOut, Taps
 from app.session.usage import Usage
 from app.tasks import CloseOnce
+from app.tools.servers import ToolServers
 from app.vocab.languages import AUTO
 from app.vocab.speech import Transcript, TurnModel, VoiceModel
 
@@ -76,12 +80,14 @@ class Session:
         voice_model: VoiceModel | None = None,
         speculation: SpeculationStats | None = None,
         interruptions: InterruptionStats | None = None,
+        tools: ToolServers | None = None,
     ) -> None:
         """`output_level`: how loud the agent's voice went out lately (dBFS), for the echo
         guard; `reference`: what the server played, to cancel its echo (both where the
         transport can tell). `turn_model`, `voice_model`: semantic_vad's, Silero's (shared).
         `speculation`, `interruptions`: the counters of speculative replies and of replies
-        paused, resumed and cancelled (the process's, usually)."""
+        paused, resumed and cancelled (the process's, usually). `tools`: the MCP servers
+        every session shares, and which a client may name (the process's)."""
         self.id = session_id
         self._settings = settings
         self._responder = responder
@@ -103,6 +109,12 @@ class Session:
         self.usage = Usage()
         self.backend = Backend(session_id, responder, self.usage)
         self.items = Items(self.history, emit, lambda: self.reply, settings.limits)
+        self.tools = ServerTools(
+            session_id,
+            tools or ToolServers(settings.tools),
+            emit,
+            lambda: self.history.last_item_id,
+        )
         callbacks = TurnCallbacks(
             started=self._speech_started,
             paused=self._speculate,
@@ -129,6 +141,7 @@ class Session:
             usage=self.usage,
             fallback=settings.tts.fallback_speech,
             server_voice=settings.tts.voice,
+            tools=self.tools,
         )
         self._jobs = JobQueue(session_id, self._answer, self._answered)
         self._item_id = new_id("item")  # the user's next utterance
@@ -158,11 +171,14 @@ class Session:
         self.last_active_at = time.monotonic()
         self.muted = False  # the client muted its input: the agent hears silence
         self.recording: Recording | None = None  # given by record()
+        self._started = False
 
     # --- lifecycle
 
     def start(self) -> None:
         self._jobs.start()
+        self._started = True
+        self.tools.use(self.options.servers)
 
     async def close(self) -> list[str]:
         """Stop the session's work; return the names of tasks that would not stop. Safe
@@ -196,9 +212,15 @@ class Session:
     def configure(self, changes: OptionChanges) -> None:
         """Change this session's options, all or none (OptionError)."""
         before = self.options
-        self.options = changed_options(
+        options = changed_options(
             before, changes, self._settings, self._responder, self._turn_model
         )
+        # Before any connection is made: a client may name only the URLs allowed.
+        if (refused := self.tools.refused(options.servers)) is not None:
+            raise OptionError(refused, "tools")
+        self.options = options
+        if self._started and options.servers != before.servers:
+            self.tools.use(options.servers)
         if not self.options.idle_timeout_ms:
             self._idle.cancel()
         self._front.suppress(self.options.noise_reduction)
@@ -273,6 +295,25 @@ class Session:
         if reply is None or (response_id and response_id != reply.response_id):
             raise NoActiveResponse("no response in progress to cancel")
         reply.interrupt("client_cancelled")
+
+    def approve(
+        self,
+        request_id: str,
+        *,
+        approve: bool,
+        reason: str | None = None,
+        item_id: str | None = None,
+    ) -> None:
+        """The client's answer to an approval request: an approved call is run, and the
+        agent answers with its result."""
+        pending = self.tools.answered(request_id)
+        if pending is None:
+            raise UnknownItem(f"no mcp_approval_request {request_id!r} is waiting for an answer")
+        previous = self.history.last_item_id
+        self._emit(msg.ApprovalAnswered(item_id or new_id("item"), request_id, approve, reason,
+                                        previous))  # fmt: skip
+        if approve:
+            self._enqueue(ApprovedCall(self.id, request_id, *pending.call))
 
     def clear_output(self) -> None:
         """Stop the reply's audio (and so the reply)."""
@@ -419,6 +460,7 @@ class Session:
 
     async def _close(self) -> None:
         self._idle.cancel()
+        await self.tools.aclose()
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()

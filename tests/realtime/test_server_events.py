@@ -20,6 +20,20 @@ TIMINGS = {"stt_done": 120.0, "first_frame_sent": 900.5}
 MESSAGE = msg.MessageStarted("resp_1", "item_r", "item_u", 0)
 TEXT_MESSAGE = msg.MessageStarted("resp_t", "item_t", "item_u", 0, "text")
 CALL = msg.FunctionCall("item_f", "call_1", "get_weather", '{"city": "Paris"}', 0, "item_u")
+MCP_CALL = msg.FunctionCall(
+    "item_m", "call_2", "order_status", '{"order": "42"}', 0, "item_u", server="orders"
+)
+MCP_DONE = msg.FunctionCall(
+    "item_m", "call_2", "order_status", '{"order": "42"}', 0, "item_u", server="orders",
+    output="It has shipped.", approval_request_id="item_q",
+)  # fmt: skip
+MCP_FAILED = msg.FunctionCall(
+    "item_m", "call_2", "order_status", '{"order": "42"}', 0, "item_u", server="orders",
+    error={"type": "protocol_error", "code": -32001, "message": "no answer within 15 s"},
+)  # fmt: skip
+APPROVAL = msg.ApprovalRequested(
+    "resp_m", "item_q", "orders", "order_status", '{"order": "42"}', 1, "item_m"
+)
 # How every reply ends, whatever its status.
 REPLY_DONE = [
     "response.output_audio.done",
@@ -107,6 +121,56 @@ EXPECTED: list[tuple[msg.SessionMessage, list[str]]] = [
             "conversation.item.done",
             "response.done",
         ],
+    ),
+    (
+        msg.ToolsListing("item_l", "orders", "item_u"),
+        ["conversation.item.added", "mcp_list_tools.in_progress"],
+    ),
+    (
+        msg.ToolsListed("item_l", "orders", ({"name": "order_status", "input_schema": {}},)),
+        ["mcp_list_tools.completed", "conversation.item.done"],
+    ),
+    (
+        msg.ToolsListed("item_l", "orders", error="cannot connect: refused"),
+        ["mcp_list_tools.failed", "conversation.item.done"],
+    ),
+    (
+        msg.FunctionCallArguments("resp_m", "item_m", "call_2", 0, '{"order":', "orders"),
+        ["response.mcp_call_arguments.delta"],
+    ),
+    (
+        msg.ServerCallRunning("resp_m", MCP_CALL),
+        ["response.mcp_call_arguments.done", "response.mcp_call.in_progress"],
+    ),
+    (
+        msg.ServerCallEnded("resp_m", MCP_DONE),
+        ["response.mcp_call.completed", "response.output_item.done", "conversation.item.done"],
+    ),
+    (
+        msg.ServerCallEnded("resp_m", MCP_FAILED),
+        ["response.mcp_call.failed", "response.output_item.done", "conversation.item.done"],
+    ),
+    (
+        APPROVAL,
+        [
+            "response.output_item.added",
+            "conversation.item.added",
+            "response.output_item.done",
+            "conversation.item.done",
+        ],
+    ),  # fmt: skip
+    (
+        msg.ApprovalAnswered("item_r", "item_q", True, None, "item_q"),
+        ["conversation.item.added", "conversation.item.done"],
+    ),
+    (
+        # The call's item was done as it ended; the approval request's, as it was asked.
+        msg.ReplyEnded("resp_m", "completed", calls=(MCP_DONE,), approvals=(APPROVAL,)),
+        ["response.done"],
+    ),
+    (
+        msg.ReplyEnded("resp_m", "cancelled", calls=(MCP_CALL,), reason="turn_detected"),
+        ["response.output_item.done", "conversation.item.done", "response.done"],
     ),
     (
         msg.ToolOutputAdded("item_o", "call_1", '{"sky": "clear"}', "item_f"),

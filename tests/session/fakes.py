@@ -23,6 +23,7 @@ from app.rtc.outbound import PacedAudioTrack
 from app.session.messages import SessionMessage
 from app.session.session import Session
 from app.tasks import cancel_task
+from app.tools.servers import ToolServers
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from app.vocab.speech import Speech, Transcript, TurnModel, WordScore
 
@@ -281,6 +282,7 @@ def make_session(
     audio: Speaker | None = None,
     interruptions: InterruptionStats | None = None,
     limits: LimitsSettings | None = None,
+    tools: ToolServers | None = None,
     **vad: Any,
 ) -> tuple[Session, MessageLog, Speaker, Engines]:
     """A session on engine doubles (or `responder`) and the real paced track (or
@@ -309,6 +311,7 @@ def make_session(
         output_level=audio.output_level_db,
         turn_model=turn_model,
         interruptions=interruptions,
+        tools=tools,
     )
     session.start()
     SESSIONS.append(session)

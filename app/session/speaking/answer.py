@@ -11,20 +11,24 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
 from app.errors import EndOfStream, EngineError
+from app.ids import new_id
 from app.session import messages as msg
 from app.session.history import ConversationTooLong, History, Message
-from app.session.jobs import Announcement, Job, ReplyRequest, UserTurn
+from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, UserTurn
 from app.session.options import SessionOptions
+from app.session.server_tools import Pending, ServerTools
 from app.session.speaking.audio_out import AudioOut
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
-from app.vocab.chat import ChatMessage, ToolCallDelta, ToolChoice
+from app.tools.mcp_link import TIMED_OUT, ToolFailure
+from app.vocab.chat import ChatMessage, Tool, ToolCallDelta, ToolChoice
 from app.vocab.languages import ENGLISH, reply_note, spoken
 from app.vocab.pcm import BYTES_PER_S
 from app.vocab.speech import Transcript
@@ -34,6 +38,18 @@ log = logging.getLogger(__name__)
 ANNOUNCED_RATE = 24_000  # a client's audio to play: 24 kHz PCM, as Live's fixtures are
 # What the agent is told when the user has been quiet for the idle timeout.
 NUDGE = "The user has said nothing for a while. Invite them, briefly, to go on."
+# Said when a tool is slow to answer, so that a caller is not left in silence.
+FILLER = "Let me check."
+
+
+def unreachable(server: str, failure: ToolFailure) -> str:
+    """What the user hears when a tool failed: which system, in words."""
+    what = f"the {server.replace('_', ' ').replace('-', ' ')} system"
+    if failure.code == TIMED_OUT:
+        return f"Sorry, {what} did not answer in time."
+    if failure.kind == "tool_execution_error":
+        return f"Sorry, {what} could not do that."
+    return f"Sorry, I couldn't reach {what}."
 
 
 class Answerer:
@@ -49,11 +65,13 @@ class Answerer:
         usage: Usage,
         fallback: str = "",
         server_voice: str = "",
+        tools: ServerTools | None = None,
     ) -> None:
         """`prompt_limit`: the most conversation messages a prompt holds; `usage`: the
         session's, which its replies add to; `fallback`: said when a reply fails before
         any of it was heard (in English; another language says its own); `server_voice`:
-        the voice a session has unless it chose one, which gives way to the language's."""
+        the voice a session has unless it chose one, which gives way to the language's.
+        `tools`: the session's MCP servers, whose tools a reply may call."""
         self._session_id = session_id
         self._responder = responder
         self._fallback = fallback
@@ -65,6 +83,7 @@ class Answerer:
         self._audio = audio
         self._emit = emit
         self._usage = usage
+        self._tools = tools
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -74,6 +93,9 @@ class Answerer:
             await self._reply(job, options)
         elif isinstance(job, Announcement):
             await self._announce(job, options)
+        elif isinstance(job, ApprovedCall):
+            self._new_reply(job, "text" if options.text_only else "audio")
+            await self._respond(job, options, None, lambda: self._prompt(options, []), job)
 
     def report(self, task: asyncio.Task[None]) -> None:
         """A job's task is over: tell the client if it failed outside a reply."""
@@ -206,8 +228,10 @@ class Answerer:
         options: SessionOptions,
         turn: UserTurn | None,
         prompt: Callable[[], list[ChatMessage]],
+        approved: ApprovedCall | None = None,
     ) -> None:
-        """Speak (or write) `job`'s reply; `turn`, if any, must end before it shows."""
+        """Speak (or write) `job`'s reply; `turn`, if any, must end before it shows.
+        `approved`: a call the client approved, run first."""
         reply = job.reply
         assert reply is not None, "made by the job's answer"
         when_ended: Callable[[Callable[[], None]], None] = (
@@ -225,16 +249,34 @@ class Answerer:
                 options.speed,
                 job.timings,
                 options.max_output_tokens,
-                list(options.tools) or None,
+                await self._offered(options),
                 self._tool_choice(options),
                 reply.response_id,
                 self._usage.tokens,
                 self.language,
             )
-            if reply.modality == "text":
-                await self._write(reply, request, turn)
-            else:
-                await self._speak(reply, request, turn)
+            resampler = Resampler(reply.rate)  # stateful across the reply's pieces
+            rounds = range(self._max_rounds + 1)
+            if approved is not None:
+                if await self._run_approved(reply, request, approved):
+                    request = replace(request, prompt=prompt())
+                else:
+                    rounds = range(0)
+            for round_ in rounds:
+                if reply.modality == "text":
+                    await self._write(reply, request, turn)
+                else:
+                    await self._speak(reply, request, turn, resampler)
+                if not await self._run_calls(reply, request):
+                    break
+                reply.next_round()
+                last = round_ + 1 >= self._max_rounds  # then it answers in words
+                request = replace(
+                    request, prompt=prompt(), tool_choice="none" if last else request.tool_choice
+                )
+            if reply.modality == "audio":
+                await _ended(turn)
+                await reply.play(resampler.flush())
         except EngineError as exc:
             await _ended(turn)
             log.error("reply failed: %s", exc, extra={"session_id": self._session_id})
@@ -326,28 +368,106 @@ class Answerer:
             return "none"
         return options.tool_choice
 
-    async def _speak(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
-        # One resampler per reply: stateful across its pieces, flushed at the end.
-        resampler = Resampler(reply.rate)
+    async def _speak(
+        self, reply: Reply, request: SpeechRequest, turn: UserTurn | None, resampler: Resampler
+    ) -> None:
         async with contextlib.aclosing(self._responder.speak(request)) as pieces:
             async for piece in pieces:
                 await _ended(turn)  # nothing plays before the turn has ended
                 if isinstance(piece, ToolCallDelta):
-                    reply.call(piece)
+                    self._call(reply, piece)
                     continue
                 samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
                 await reply.play(samples, piece.text)
-        await _ended(turn)
-        await reply.play(resampler.flush())
 
     async def _write(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
         async with contextlib.aclosing(self._responder.write(request)) as deltas:
             async for delta in deltas:
                 await _ended(turn)  # nothing shows before the turn has ended
                 if isinstance(delta, ToolCallDelta):
-                    reply.call(delta)
+                    self._call(reply, delta)
                 else:
                     reply.write(delta)
+
+    # --- tools this server runs (MCP)
+
+    @property
+    def _max_rounds(self) -> int:
+        return self._tools.settings.max_rounds if self._tools is not None else 0
+
+    async def _offered(self, options: SessionOptions) -> list[Tool] | None:
+        """The client's functions, and the session's servers' tools once listed."""
+        tools = list(options.tools)
+        if self._tools is not None and options.servers:
+            await self._tools.ready()
+            tools += self._tools.chat_tools({t["function"]["name"] for t in tools})
+        return tools or None
+
+    def _call(self, reply: Reply, delta: ToolCallDelta) -> None:
+        spec = self._tools.server_of(delta.name) if self._tools and delta.name else None
+        if spec is None:
+            reply.call(delta)
+        else:
+            reply.call(delta, server=spec.label, approval=spec.needs_approval(delta.name or ""))
+
+    async def _run_calls(self, reply: Reply, request: SpeechRequest) -> bool:
+        """Run the servers' calls the LLM just made; True if it should go on with their
+        results. A call that needs approval is asked about, and the reply ends there."""
+        run, ask = reply.server_calls()
+        if self._tools is None or not (run or ask):
+            return False
+        for call in ask:
+            request_id = reply.ask(call)
+            self._tools.ask_approval(request_id, Pending(call.server, call.name, call.arguments))
+        for call in run:
+            if not await self._run_call(reply, request, call):
+                return False
+        return bool(run) and not ask and not reply.calls_client
+
+    async def _run_approved(
+        self, reply: Reply, request: SpeechRequest, approved: ApprovedCall
+    ) -> bool:
+        start = ToolCallDelta(0, call_id=new_id("call"), name=approved.name)
+        reply.call(start, server=approved.server, approved=approved.request_id)
+        reply.call(ToolCallDelta(0, arguments=approved.arguments), server=approved.server)
+        if not await self._run_calls(reply, request):
+            return False
+        reply.next_round()
+        return True
+
+    async def _run_call(self, reply: Reply, request: SpeechRequest, call: msg.FunctionCall) -> bool:
+        """One call, with a filler said if it is slow; on failure the user is told, and
+        False returned (the reply ends)."""
+        assert self._tools is not None
+        reply.running(call)
+        running = asyncio.ensure_future(self._tools.call(call.server, call.name, call.arguments))
+        try:
+            filler_s = self._tools.settings.filler_after_ms / 1000
+            if filler_s and reply.modality == "audio":
+                done, _ = await asyncio.wait({running}, timeout=filler_s)
+                if not done:
+                    await self._say(reply, request, FILLER)
+            output = await running
+        except ToolFailure as exc:
+            log.warning("mcp call %s.%s failed: %s", call.server, call.name, exc,
+                        extra={"session_id": self._session_id})  # fmt: skip
+            reply.ran(replace(call, error=exc.as_error()))
+            await self._say(reply, request, unreachable(call.server, exc))
+            return False
+        finally:
+            running.cancel()  # a barge-in cancels the call too
+        reply.ran(replace(call, output=output))
+        return True
+
+    async def _say(self, reply: Reply, request: SpeechRequest, text: str) -> None:
+        """A line of the reply said as it is (or written, in a text reply)."""
+        if reply.modality == "text":
+            reply.write(text if not reply.text else " " + text)
+            return
+        speech = await self._responder.say(text, request.voice, request.speed, self.language)
+        if speech is not None:
+            resampler = Resampler(reply.rate)
+            await reply.play(resampler.pcm(speech.samples, speech.rate) + resampler.flush(), text)
 
 
 async def _ended(turn: UserTurn | None) -> None:

@@ -72,6 +72,7 @@ class Reply:
         self._holding = False
         self._message: msg.MessageStarted | None = None
         self._calls = ToolCalls(self.response_id, emit)
+        self._approvals: list[msg.ApprovalRequested] = []
         self._outputs = 0  # output items so far
         self._previous: str | None = None  # the conversation's last item when it opened
         self.opened = False
@@ -104,12 +105,68 @@ class Reply:
         self._previous = self._history.last_item_id
         self._emit(msg.ReplyStarted(self.response_id, self.modality))
 
-    def call(self, delta: ToolCallDelta) -> None:
-        """More of a tool call."""
+    def call(
+        self,
+        delta: ToolCallDelta,
+        *,
+        server: str = "",
+        approval: bool = False,
+        approved: str | None = None,
+    ) -> None:
+        """More of a tool call: the client's, or (`server`) an MCP server's, which may need
+        the client's `approval` first, or have had it (`approved`: the request's id)."""
         self._check_live()
         previous = self._calls.last_item_id or self._last_output() or self._previous
-        if self._calls.add(delta, self._outputs, previous):
+        if self._calls.add(
+            delta,
+            self._outputs,
+            previous,
+            server=server,
+            approval=approval,
+            approval_request_id=approved,
+        ):
             self._outputs += 1
+
+    def server_calls(self) -> tuple[list[msg.FunctionCall], list[msg.FunctionCall]]:
+        """The servers' calls the LLM just made: (to run, to ask the client about)."""
+        return self._calls.server_calls()
+
+    @property
+    def calls_client(self) -> bool:
+        return self._calls.for_client
+
+    def next_round(self) -> None:
+        """The LLM goes on after its calls' results."""
+        self._calls.next_round()
+
+    def running(self, call: msg.FunctionCall) -> None:
+        self._check_live()
+        self._emit(msg.ServerCallRunning(self.response_id, call))
+
+    def ran(self, call: msg.FunctionCall) -> None:
+        """A server's call ended: its item is done, and in the conversation."""
+        self._check_live()
+        self._calls.ran(call)
+        self._emit(msg.ServerCallEnded(self.response_id, call))
+        self._history.add(Message("assistant", "", call.item_id, call=call))
+
+    def ask(self, call: msg.FunctionCall) -> str:
+        """Ask the client to approve a server's call; the request's item id."""
+        self._check_live()
+        previous = self._calls.last_item_id or self._last_output() or self._previous
+        request = msg.ApprovalRequested(
+            self.response_id,
+            new_id("item"),
+            call.server,
+            call.name,
+            call.arguments,
+            self._outputs,
+            previous,
+        )
+        self._outputs += 1
+        self._approvals.append(request)
+        self._emit(request)
+        return request.item_id
 
     def write(self, delta: str) -> None:
         """More text of a written reply."""
@@ -292,7 +349,7 @@ class Reply:
                 )
             )
         for call in calls:
-            if call.complete:
+            if call.complete and not call.server:  # a server's is added as it ends
                 self._history.add(Message("assistant", "", call.item_id, call=call))
         timings = self._timings.as_ms()
         cut = interrupted and heard is not None and bool(self._clauses)
@@ -303,6 +360,7 @@ class Reply:
                 text,
                 self._message,
                 calls,
+                approvals=tuple(self._approvals),
                 timings_ms=timings,
                 voice_to_voice_ms=self._timings.voice_to_voice_ms(),
                 stamps=self._timings.stamps(),

@@ -1,0 +1,184 @@
+"""The MCP servers one session uses: their tools listed as the session names them, offered
+to the LLM beside the client's functions, and called when the LLM calls one.
+
+Listing starts as soon as a server is named (session.update, or the operator's defaults
+at the start), and a reply waits for listings still under way, within their timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.ids import new_id
+from app.session import messages as msg
+from app.tools.mcp_link import McpLink, ServerTool, ToolFailure
+from app.tools.servers import ToolServers
+from app.tools.specs import McpSpec
+from app.vocab.chat import Tool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Server:
+    spec: McpSpec
+    link: McpLink
+    item_id: str
+    tools: list[ServerTool] = field(default_factory=list)
+    listing: asyncio.Task[None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A call waiting for the client's approval."""
+
+    server: str
+    name: str
+    arguments: str
+
+    @property
+    def call(self) -> tuple[str, str, str]:
+        return self.server, self.name, self.arguments
+
+
+class ServerTools:
+    def __init__(
+        self,
+        session_id: str,
+        servers: ToolServers,
+        emit: Callable[[msg.SessionMessage], None],
+        last_item_id: Callable[[], str | None],
+    ) -> None:
+        self._session_id = session_id
+        self._servers = servers
+        self._emit = emit
+        self._last_item_id = last_item_id
+        self._by_label: dict[str, _Server] = {}
+        self._approvals: dict[str, Pending] = {}  # by the request's item id
+
+    @property
+    def settings(self) -> Any:
+        return self._servers.settings
+
+    def refused(self, specs: tuple[McpSpec, ...]) -> str | None:
+        """Why the session may not use these servers, before any connection is made."""
+        for spec in specs:
+            why = self._servers.refused(spec)
+            if why is not None:
+                return why
+        return None
+
+    def use(self, specs: tuple[McpSpec, ...]) -> None:
+        """The session's servers are now `specs`: list the new ones' tools, drop the old."""
+        wanted = {spec.label: spec for spec in specs}
+        for label, server in list(self._by_label.items()):
+            if wanted.get(label) != server.spec:
+                self._drop(self._by_label.pop(label))
+        for label, spec in wanted.items():
+            if label not in self._by_label:
+                server = _Server(spec, self._servers.link(spec), new_id("item"))
+                self._by_label[label] = server
+                server.listing = asyncio.create_task(
+                    self._list(server), name=f"{self._session_id}:mcp-list:{label}"
+                )
+
+    async def _list(self, server: _Server) -> None:
+        label = server.spec.label
+        self._emit(msg.ToolsListing(server.item_id, label, self._last_item_id()))
+        try:
+            listed = await server.link.tools(self.settings.list_timeout_s)
+        except ToolFailure as exc:
+            log.warning("mcp server %s: %s", label, exc, extra={"session_id": self._session_id})
+            self._emit(msg.ToolsListed(server.item_id, label, error=str(exc)))
+            return
+        server.tools = [tool for tool in listed if server.spec.offers(tool.name, tool.read_only)]
+        shown = tuple(tool.to_realtime() for tool in server.tools)
+        self._emit(msg.ToolsListed(server.item_id, label, shown))
+
+    async def ready(self) -> None:
+        """Wait for listings under way (each bounded by its timeout)."""
+        listings = [s.listing for s in self._by_label.values() if s.listing is not None]
+        if listings:
+            await asyncio.wait(listings)
+
+    def chat_tools(self, taken: set[str]) -> list[Tool]:
+        """The servers' tools for the LLM: not those named like one in `taken` (the
+        client's functions), at most tools.max_tools."""
+        tools: list[Tool] = []
+        for server in self._by_label.values():
+            for tool in server.tools:
+                if tool.name in taken or len(tools) >= self.settings.max_tools:
+                    continue
+                taken = taken | {tool.name}
+                function = {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                }
+                tools.append({"type": "function", "function": function})
+        return tools
+
+    def server_of(self, name: str) -> McpSpec | None:
+        """The server whose tool `name` is, if a server's."""
+        for server in self._by_label.values():
+            if any(tool.name == name for tool in server.tools):
+                return server.spec
+        return None
+
+    async def call(self, label: str, name: str, arguments: str) -> str:
+        """Run the tool; ToolFailure if it cannot be run or fails."""
+        server = self._by_label.get(label)
+        if server is None:
+            raise ToolFailure("protocol_error", f"no MCP server {label!r} in this session")
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ToolFailure("protocol_error", "the arguments are not a JSON object", -32602)
+        started = time.monotonic()
+        failed = True
+        try:
+            output = await server.link.call(name, parsed, self.settings.call_timeout_s)
+            failed = False
+        finally:
+            self._servers.counted(label, time.monotonic() - started, failed=failed)
+        return output[: self.settings.max_result_chars]
+
+    def ask_approval(self, item_id: str, pending: Pending) -> None:
+        self._approvals[item_id] = pending
+        while len(self._approvals) > 16:  # bounded: the oldest unanswered is forgotten
+            self._approvals.pop(next(iter(self._approvals)))
+
+    def answered(self, request_id: str) -> Pending | None:
+        """The call an approval response is about (asked once only)."""
+        return self._approvals.pop(request_id, None)
+
+    def _drop(self, server: _Server) -> None:
+        if server.listing is not None:
+            server.listing.cancel()
+        if not server.spec.operator:
+            task = asyncio.create_task(server.link.aclose(), name=f"mcp-close:{server.spec.label}")
+            _closing.add(task)
+            task.add_done_callback(_closing.discard)
+
+    async def aclose(self) -> None:
+        servers, self._by_label = list(self._by_label.values()), {}
+        for server in servers:
+            if server.listing is not None:
+                server.listing.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(
+                *(s.link.aclose() for s in servers if not s.spec.operator),
+                return_exceptions=True,
+            )
+
+
+_closing: set[asyncio.Task[None]] = set()

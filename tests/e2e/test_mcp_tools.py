@@ -1,0 +1,202 @@
+"""Tools the server runs itself, end to end on the real engines: a client's MCP server
+named over the official openai SDK's Realtime WebSocket, one that is not allowed, and
+the operator's tools (mcp-server-time over stdio, from PyPI) on a phone call from
+baresip, which brings no tools of its own."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from openai import AsyncOpenAI
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from app.audio.resample import Resampler
+from tests.e2e.test_sip_phone import Sideband, _samples, microphone, phones, sip_session
+from tests.support.baresip import Baresip, have_baresip
+from tests.support.mcp_server import McpHttpServer
+from tests.support.server import ServerProcess, free_udp_port, until_in_use
+from tests.support.speech import transcribe, words
+
+pytestmark = pytest.mark.e2e
+__all__ = ["phones"]  # a fixture, used by name
+
+SERVER_EVENT: TypeAdapter[RealtimeServerEvent] = TypeAdapter(RealtimeServerEvent)
+SPOKEN = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "twenty-one",
+    "twenty-two",
+    "twenty-three",
+]
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[McpHttpServer]:
+    server = McpHttpServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def tools_server(
+    start_module_server: Callable[..., ServerProcess], mcp_server: McpHttpServer
+) -> ServerProcess:
+    """The default agent, answering greedily, with the operator's tool for every call:
+    the clock from PyPI, over stdio. Clients may name only MCP servers on 127.0.0.1 at
+    /mcp."""
+    clock = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    default = [
+        {"type": "mcp", "server_label": "clock", "command": clock, "require_approval": "never",
+         "allowed_tools": ["get_current_time"]}
+    ]  # fmt: skip
+    return start_module_server(
+        "--max-sessions", "2", "--llm-temperature", "0", "--sip-port", str(free_udp_port()),
+        "--tools-default", json.dumps(default),
+        "--tools-mcp-allowed-urls", "http://127.0.0.1:*/mcp",
+    )  # fmt: skip
+
+
+async def events_until(
+    conn: AsyncRealtimeConnection, kind: str, count: int = 1
+) -> list[RealtimeServerEvent]:
+    """Events, each parsed as the SDK's own type, up to the `count`th of `kind`."""
+    seen: list[RealtimeServerEvent] = []
+    while sum(event.type == kind for event in seen) < count:
+        event = SERVER_EVENT.validate_json(await conn.recv_bytes())
+        seen.append(event)
+    return seen
+
+
+async def test_a_client_names_an_mcp_server_and_the_agent_says_its_result(
+    tools_server: ServerProcess, mcp_server: McpHttpServer
+) -> None:
+    sdk = AsyncOpenAI(base_url=f"{tools_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        orders = {
+            "type": "mcp", "server_label": "orders", "server_url": mcp_server.url,
+            "allowed_tools": ["order_status"], "require_approval": "never",
+            "headers": {"X-Api-Key": "the-client-secret"},
+        }  # fmt: skip
+        await conn.session.update(
+            session={"type": "realtime", "tools": [orders],  # type: ignore[list-item]
+                     "audio": {"input": {"turn_detection": None}}}
+        )  # fmt: skip
+        seen = await events_until(conn, "session.updated")
+        shown = [tool.model_dump() for tool in seen[-1].session.tools or []]  # type: ignore[union-attr]
+        assert {"orders", "clock"} <= {t.get("server_label") for t in shown}, shown
+        assert "the-client-secret" not in json.dumps(shown), "headers are never shown"
+        while True:  # the orders server's tools, listed
+            seen += await events_until(conn, "conversation.item.done")
+            item = seen[-1].item  # type: ignore[union-attr]
+            if item.type == "mcp_list_tools" and item.server_label == "orders":
+                break
+        assert [tool.name for tool in item.tools] == ["order_status"]
+        assert "mcp_list_tools.completed" in [e.type for e in seen]
+
+        await conn.conversation.item.create(
+            item={"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "Where is my order 42?"}]}
+        )  # fmt: skip
+        await conn.response.create()
+        seen = await events_until(conn, "response.done")
+    kinds = [e.type for e in seen]
+    assert "error" not in kinds, seen
+    assert kinds.index("response.mcp_call.in_progress") < kinds.index(
+        "response.mcp_call.completed"
+    ) < kinds.index("response.output_audio_transcript.done")  # fmt: skip
+    done = seen[-1].response  # type: ignore[union-attr]
+    call, message = done.output[0], done.output[-1]
+    assert (call.type, call.server_label, call.name) == ("mcp_call", "orders", "order_status")
+    assert call.output == "Order 42 has shipped and arrives on Tuesday."
+    said = message.content[0].transcript.lower()
+    assert "tuesday" in said, said
+
+
+async def test_a_server_not_allowed_is_refused_and_hears_nothing(
+    tools_server: ServerProcess,
+) -> None:
+    other = McpHttpServer().start()  # a real server, reached only by a name not allowed
+    try:
+        sdk = AsyncOpenAI(base_url=f"{tools_server.url}/v1", api_key="sk-anything")
+        async with sdk.realtime.connect(model="embedded") as conn:
+            await events_until(conn, "session.created")
+            named = f"http://localhost:{other.port}/mcp"
+            await conn.session.update(
+                session={"type": "realtime", "tools": [  # type: ignore[list-item]
+                    {"type": "mcp", "server_label": "x", "server_url": named}]}
+            )  # fmt: skip
+            error = (await events_until(conn, "error"))[-1]
+            assert error.error.param == "session.tools", error  # type: ignore[union-attr]
+            assert "not one this server allows" in error.error.message  # type: ignore[union-attr]
+    finally:
+        other.stop()
+    assert other.requests == 0
+
+
+@pytest.mark.skipif(not have_baresip(), reason="baresip is not installed")
+async def test_a_phone_caller_gets_the_operators_tools(
+    tools_server: ServerProcess,
+    speech: Callable[[str], Path],
+    whisper: Any,
+    phones: Callable[[Path], Any],
+    tmp_path: Path,
+) -> None:
+    mic = microphone(speech("What time is it in Tokyo right now?"), tmp_path / "mic.wav")
+    phone: Baresip = await phones(mic)
+    await phone.command("dial", f"sip:agent@127.0.0.1:{tools_server.sip_port}")
+    await phone.wait_for("CALL_ESTABLISHED")
+    session_id = await sip_session(tools_server)
+    url = f"ws://127.0.0.1:{tools_server.port}/v1/realtime?call_id={session_id}"
+    import websockets
+
+    async with websockets.connect(url) as ws:
+        sideband = Sideband(ws)
+        (done,) = await sideband.until("response.done")
+    await phone.command("hangup")
+    await phone.wait_for("CALL_CLOSED")
+    await until_in_use(tools_server.url, 0)
+    output = done["response"]["output"]
+    call = output[0]
+    assert (call["type"], call["server_label"], call["name"]) == (
+        "mcp_call", "clock", "get_current_time",
+    ), output  # fmt: skip
+    assert json.loads(call["arguments"])["timezone"] == "Asia/Tokyo"
+    told = json.loads(call["output"])["datetime"]  # 2026-12-06T13:20:52+09:00
+    hour, minute = int(told[11:13]), told[14:16]
+    reply = np.frombuffer(Resampler(48_000).pcm(_samples(phone.heard()), 8_000), np.int16)
+    said = transcribe(whisper, reply)
+    # The time as Whisper writes it (13:20, 1.20 pm, 1320), or the hour alone.
+    digits = re.sub(r"\D", "", said)
+    heard = any(f"{h}{minute}" in digits for h in (hour, hour % 12 or 12))
+    hours = {str(hour), str(hour % 12 or 12), SPOKEN[hour], SPOKEN[hour % 12 or 12]}
+    spelled = hours & set(words(said.replace(".", " ").replace(":", " ")))
+    assert heard or spelled, f"Whisper hears the tool's answer ({told}): {said!r}"

@@ -1,0 +1,173 @@
+"""MCP tools through a session: a real MCP server (the tests' own, on the `mcp` SDK over
+streamable HTTP), with the LLM and voice doubled, since what is tested is the order of
+things. The LLM double calls the first tool it is offered, and answers in words once
+the last message is a tool's result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from app.config.tools import ToolsSettings
+from app.session import messages as msg
+from app.session.options import OptionChanges
+from app.session.refusals import OptionError
+from app.tools.servers import ToolServers
+from app.tools.specs import McpSpec
+from tests.session.fakes import FakeLLM, make_session, noise, silence, wait_for
+from tests.support.mcp_server import McpHttpServer
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[McpHttpServer]:
+    server = McpHttpServer().start()
+    yield server
+    server.stop()
+
+
+def servers(**settings: object) -> ToolServers:
+    return ToolServers(ToolsSettings(mcp_allowed_urls=["http://127.0.0.1:*/mcp"], **settings))
+
+
+def orders(url: str, tool: str = "order_status", approval: str = "never") -> McpSpec:
+    return McpSpec(
+        "orders", url=url, allowed=frozenset({tool}),
+        always=None if approval == "always" else frozenset(),
+    )  # fmt: skip
+
+
+def ask(session_audio: object) -> None:
+    session_audio.push_audio(silence(300) + noise(800) + silence(700))  # type: ignore[attr-defined]
+
+
+async def test_the_server_calls_the_tool_and_says_its_result(mcp_server: McpHttpServer) -> None:
+    session, sent, audio, engines = make_session(tools=servers())
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": ', '"42"}']
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    listed = sent.nth(msg.ToolsListed)
+    assert listed.error is None and [t["name"] for t in listed.tools] == ["order_status"]
+
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert ended.status == "completed", ended
+    (call,) = ended.calls
+    assert (call.server, call.name, json.loads(call.arguments)) == (
+        "orders", "order_status", {"order": "42"},
+    )  # fmt: skip
+    assert call.output == "Order 42 has shipped and arrives on Tuesday."
+    assert ended.message is not None and ended.message.output_index == 1, "words after it"
+    # The LLM read the result in its second round, within the same reply.
+    assert engines.llm.prompts[-1][-1] == {
+        "role": "tool", "tool_call_id": call.call_id, "content": call.output,
+    }  # fmt: skip
+    order = [type(m) for m in sent if isinstance(m, (msg.FunctionCallStarted,
+             msg.ServerCallRunning, msg.ServerCallEnded, msg.MessageStarted))]  # fmt: skip
+    assert order == [msg.FunctionCallStarted, msg.ServerCallRunning, msg.ServerCallEnded,
+                     msg.MessageStarted]  # fmt: skip
+    assert audio.writes, "and it was spoken"
+    assert session.history.find(call.item_id) is not None
+
+
+async def test_a_url_not_allowed_is_refused_before_any_request(
+    mcp_server: McpHttpServer,
+) -> None:
+    session, sent, _, _ = make_session(tools=ToolServers(ToolsSettings()))
+    before = mcp_server.requests
+    with pytest.raises(OptionError, match="not one this server allows"):
+        session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    assert session.options.servers == ()
+    assert mcp_server.requests == before, "the server heard nothing"
+    assert not sent.of(msg.ToolsListing)
+
+
+@pytest.mark.parametrize(
+    ("tool", "heard"),
+    [
+        ("broken", "Sorry, the orders system could not do that."),
+        ("hang", "Sorry, the orders system did not answer in time."),
+    ],
+)
+async def test_a_failing_tool_is_told_in_speech_and_the_next_turn_works(
+    mcp_server: McpHttpServer, tool: str, heard: str
+) -> None:
+    session, sent, audio, engines = make_session(
+        tools=servers(call_timeout_s=0.5, filler_after_ms=0)
+    )
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "7"}']
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url, tool),)))
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert ended.text == heard and audio.writes
+    assert ended.calls[0].error is not None and ended.calls[0].output is None
+    assert sent.nth(msg.ServerCallEnded).call.error == ended.calls[0].error
+
+    session.configure(OptionChanges(tools=(), servers=()))
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    assert sent.nth(msg.ReplyEnded, 1).text.startswith("Sure"), "the next turn works"
+
+
+async def test_a_slow_tool_gets_a_filler_first(mcp_server: McpHttpServer) -> None:
+    session, sent, _, engines = make_session(tools=servers(filler_after_ms=300))
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "9"}']
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url, "slow_lookup"),)))
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    spoken = [m.delta.strip() for m in sent.of(msg.ClauseSpoken)]
+    assert spoken[0] == "Let me check.", spoken
+    assert ended.status == "completed" and ended.calls[0].output is not None
+
+
+async def test_a_barge_in_cancels_the_call(mcp_server: McpHttpServer) -> None:
+    session, sent, _, engines = make_session(tools=servers(filler_after_ms=0))
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "5"}']
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url, "hang"),)))
+    ask(session)
+    await wait_for(sent, msg.ServerCallRunning)
+    assert session.reply is not None
+    session.cancel_response()
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert ended.status == "cancelled"
+    assert ended.calls[0].output is None and session.history.find(ended.calls[0].item_id) is None
+    session.configure(OptionChanges(tools=(), servers=()))
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    assert sent.nth(msg.ReplyEnded, 1).status == "completed", "the session goes on"
+
+
+async def test_a_call_that_needs_approval_is_asked_about_not_run(
+    mcp_server: McpHttpServer,
+) -> None:
+    session, sent, _, engines = make_session(tools=servers())
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "3"}']
+    spec = orders(mcp_server.url, approval="always")
+    session.configure(OptionChanges(tools=(), servers=(spec,)))
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    (request,) = ended.approvals
+    assert (request.server, request.name, request.arguments) == (
+        "orders", "order_status", '{"order": "3"}',
+    )  # fmt: skip
+    assert ended.calls == () and not sent.of(msg.ServerCallRunning), "not run"
+
+    session.approve(request.item_id, approve=True)
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    after = sent.nth(msg.ReplyEnded, 1)
+    (call,) = after.calls
+    assert call.approval_request_id == request.item_id
+    assert call.output == "Order 3 has shipped and arrives on Tuesday."
+    assert after.message is not None and after.text.startswith("Sure")
+    assert after.approvals == (), "approved once is enough"
