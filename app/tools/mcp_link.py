@@ -42,6 +42,14 @@ class ToolFailure(Exception):
 TIMED_OUT = -32001
 
 
+class _Closed(Exception):
+    """The connection is gone (the server restarted, the process ended)."""
+
+    def __init__(self, message: str, client: Any) -> None:
+        super().__init__(message)
+        self.client = client
+
+
 @dataclass(frozen=True, slots=True)
 class ServerTool:
     """A tool as the server lists it."""
@@ -84,22 +92,38 @@ class McpLink:
         return list(self._listing)
 
     async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> str:
-        """The tool's result as text; ToolFailure if it failed or said it did."""
-        from mcp import MCPError
-
+        """The tool's result as text; ToolFailure if it failed or said it did. A
+        connection found closed is made again once, and the call sent again."""
         async with _deadline(timeout_s, f"calling {name}"):
-            client = await self._connected()
             try:
-                result = await client.call_tool(name, arguments)
-            except MCPError as exc:
-                raise ToolFailure("protocol_error", str(exc), exc.code) from None
-            except (OSError, EOFError, RuntimeError) as exc:  # the connection went
-                self._dropped()
-                raise ToolFailure("http_error", f"the server went away: {exc}") from None
+                result = await self._call_once(name, arguments)
+            except _Closed as closed:
+                log.info("mcp server %s: connection closed; connecting again", self.spec.label)
+                await self._reset(closed.client)
+                try:
+                    result = await self._call_once(name, arguments)
+                except _Closed as exc:
+                    raise ToolFailure("http_error", f"the server went away: {exc}") from None
         text = _text(result)
         if result.is_error:
             raise ToolFailure("tool_execution_error", text or "the tool failed")
         return text
+
+    async def _call_once(self, name: str, arguments: dict[str, Any]) -> Any:
+        from mcp import MCPError
+        from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+        client = await self._connected()
+        try:
+            return await client.call_tool(name, arguments)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise _Closed(str(exc), client) from None
+            raise ToolFailure("protocol_error", str(exc), exc.code) from None
+        except ToolFailure:
+            raise
+        except Exception as exc:  # the transport's own errors: the connection is gone
+            raise _Closed(f"{type(exc).__name__}: {exc}", client) from None
 
     async def _connected(self) -> Any:
         async with self._connecting:
@@ -158,8 +182,14 @@ class McpLink:
         )
         return streamable_http_client(self.spec.url, http_client=http)
 
-    def _dropped(self) -> None:
-        self._closing.set()
+    async def _reset(self, client: Any) -> None:
+        """Let `client`'s connection go, unless another caller did already; the next use
+        makes a new one."""
+        async with self._connecting:
+            if self._client is not client:
+                return
+            self._client = None
+            await self.aclose()
 
     async def aclose(self) -> None:
         self._closing.set()

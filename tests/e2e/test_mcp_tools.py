@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from openai import AsyncOpenAI
@@ -139,6 +140,10 @@ async def test_a_client_names_an_mcp_server_and_the_agent_says_its_result(
     assert call.output == "Order 42 has shipped and arrives on Tuesday."
     said = message.content[0].transcript.lower()
     assert "tuesday" in said, said
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{tools_server.url}/metrics")).text
+    assert 'voice_agent_tool_calls_total{server="orders"} 1.0' in metrics
+    assert 'voice_agent_tool_failures_total{server="orders"} 0.0' in metrics
 
 
 async def test_a_server_not_allowed_is_refused_and_hears_nothing(

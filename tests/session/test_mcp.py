@@ -171,3 +171,16 @@ async def test_a_call_that_needs_approval_is_asked_about_not_run(
     assert call.output == "Order 3 has shipped and arrives on Tuesday."
     assert after.message is not None and after.text.startswith("Sure")
     assert after.approvals == (), "approved once is enough"
+
+
+async def test_a_server_that_is_down_fails_its_listing_and_the_turn_is_answered() -> None:
+    session, sent, _, engines = make_session(tools=servers())
+    down = McpHttpServer()  # a port nothing listens on
+    session.configure(OptionChanges(tools=(), servers=(orders(down.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    assert "cannot connect" in (sent.nth(msg.ToolsListed).error or "")
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert ended.status == "completed" and ended.text.startswith("Sure") and not ended.calls
+    assert isinstance(engines.llm, FakeLLM) and engines.llm.tools[-1][0] is None

@@ -44,11 +44,15 @@ def build() -> MCPServer:
     return server
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 class McpHttpServer:
-    def __init__(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+    def __init__(self, port: int = 0) -> None:
+        self.port = port or _free_port()
         self.requests = 0
         app = build().streamable_http_app()
 
@@ -57,7 +61,10 @@ class McpHttpServer:
                 self.requests += 1
             await app(scope, receive, send)
 
-        config = uvicorn.Config(counted, host="127.0.0.1", port=self.port, log_level="warning")
+        config = uvicorn.Config(
+            counted, host="127.0.0.1", port=self.port, log_level="warning",
+            timeout_graceful_shutdown=1,  # an open event stream would hold a stop
+        )  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
 
