@@ -17,7 +17,14 @@ from app.errors import SignallingError
 from app.events.audio import AudioIn, AudioOut
 from app.events.channel import EventChannel, NoChannel
 from app.live.dialect import LiveDialect
-from app.live.session_config import SessionConfig, StartProblem, audio_format, expiry, to_changes
+from app.live.session_config import (
+    SessionConfig,
+    StartProblem,
+    audio_format,
+    backend_servers,
+    expiry,
+    to_changes,
+)
 from app.session.options import OptionChanges
 from app.telephony.sip.leg import SipLeg
 
@@ -61,7 +68,12 @@ def live_dialect(
 
 def changes_of(calls: CallManager, config: SessionConfig) -> OptionChanges:
     voices = calls.runtime.responder.voices if calls.runtime.responder is not None else ()
-    return to_changes(config, voices, calls.settings.limits)
+    changes = to_changes(config, voices, calls.settings.limits)
+    backend = config.delegation.responses if config.delegation is not None else None
+    for spec in backend_servers(backend) if backend is not None else ():
+        if (refused := calls.runtime.tools.refused(spec)) is not None:
+            raise StartProblem(refused, "session.delegation.responses.tools")
+    return changes
 
 
 async def serve_live_websocket(

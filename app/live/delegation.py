@@ -22,18 +22,29 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.errors import EngineError
 from app.ids import new_id, shown
 from app.live import server_events as events
 from app.live.client_events import BadEvent
 from app.live.responses import ResponseStream
-from app.live.session_config import DELEGATE, Delegation, ResponsesBackend, backend_tools
+from app.live.session_config import (
+    DELEGATE,
+    Delegation,
+    ResponsesBackend,
+    StartProblem,
+    backend_servers,
+    backend_tools,
+)
 from app.session import messages as msg
 from app.session import refusals
+from app.session.server_tools import ServerTools
 from app.session.session import Session
 from app.tasks import spawn
-from app.vocab.chat import ChatMessage, ToolCallDelta
+from app.tools.mcp_link import ToolFailure
+from app.tools.specs import McpSpec
+from app.vocab.chat import ChatMessage, Tool, ToolCallDelta, ToolCallRequest, ToolChoice
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +69,9 @@ class PendingCall:
     call_id: str
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    index: int = 0  # among the response's output items
+    item_id: str = ""
+    server: str = ""  # an MCP server's tool, run here; empty: the client's function
 
 
 class Delegations:
@@ -83,6 +97,7 @@ class Delegations:
         self._runs: list[asyncio.Task[None]] = []
         self._rounds = 0  # LLM rounds the backend made, held to limits.delegation_rounds
         self._waiting: str | None = None  # the delegation whose backend awaits the client
+        self._servers: ServerTools | None = None  # the backend's MCP servers, once it has any
 
     # --- the agent's side
 
@@ -211,6 +226,8 @@ class Delegations:
             asked = changed.responses.model_dump(exclude_unset=True)
             backend = backend.model_copy(update=asked)
             backend_tools(backend, self._session.limits)  # StartProblem: one it cannot run
+            if (refused := self._session.tools.refused(backend_servers(backend))) is not None:
+                raise StartProblem(refused, "session.delegation.responses.tools")
         delay = changed.acknowledgement_delay_ms
         if delay is None:
             delay = current.acknowledgement_delay_ms
@@ -224,6 +241,9 @@ class Delegations:
         for run in self._runs:
             run.cancel()
         self._runs.clear()
+        if self._servers is not None:
+            spawn(self._servers.aclose(), f"{self._session.id}:backend-tools")
+            self._servers = None
 
     # --- the backend
 
@@ -266,7 +286,11 @@ class Delegations:
         limits = self._session.limits
         system: ChatMessage = {"role": "system",
                                "content": backend.instructions or BACKEND_INSTRUCTIONS}  # fmt: skip
-        tools = backend_tools(backend, limits) or None
+        tools = backend_tools(backend, limits)
+        servers = self._servers_for(backend_servers(backend))
+        if servers is not None:
+            await servers.ready()
+            tools += servers.chat_tools({tool["function"]["name"] for tool in tools})
         tokens = self._session.usage.tokens
         before = (tokens.prompt, tokens.completion)
 
@@ -283,23 +307,20 @@ class Delegations:
         self._rounds += 1
         max_tokens = min(backend.max_output_tokens or limits.delegation_tokens,
                          limits.delegation_tokens)  # fmt: skip
-        text: list[str] = []
-        calls: dict[int, PendingCall] = {}
-        message_id = new_id("msg")
+        output = _Output()
+        tool_choice = backend.tool_choice if tools else None
+        max_rounds = servers.settings.max_rounds if servers is not None else 0
         try:
-            deltas = self._session.backend.ask(
-                [system, *self._backend], tools=tools, tool_choice=backend.tool_choice if tools
-                else None, max_tokens=max_tokens, request_id=stream.id,
-            )  # fmt: skip
-            async with asyncio.timeout(limits.delegation_s), contextlib.aclosing(deltas):
-                async for delta in deltas:
-                    if isinstance(delta, ToolCallDelta):
-                        self._call_part(calls, delta, stream, out, len(text) > 0)
-                    else:
-                        if not text:
-                            out(stream.message_added(message_id, 0))
-                        text.append(delta)
-                        out(stream.text_delta(message_id, 0, delta))
+            async with asyncio.timeout(limits.delegation_s):
+                for round_ in range(max_rounds + 1):
+                    last = round_ >= max_rounds
+                    ran = await self._round(
+                        [system, *self._backend], tools or None,
+                        "none" if last and round_ else tool_choice,
+                        max_tokens, stream, out, output, servers,
+                    )  # fmt: skip
+                    if not ran:
+                        break
         except EngineError as exc:
             log.warning("backend failed: %s", exc, extra={"session_id": self._session.id})
             out(stream.failed(exc.code, str(exc)))
@@ -310,15 +331,9 @@ class Delegations:
             out(stream.failed("delegation_timeout", took))
             self._speak(COULD_NOT)
             return
-        answer = "".join(text).strip()
-        if text:
-            for nested in stream.message_done(message_id, 0, answer):
-                out(nested)
-            self._backend_add({"role": "assistant", "content": answer})
-        if calls:
-            self._calls_done(calls, stream, out, first_index=1 if text else 0)
         out(stream.completed(tokens.prompt - before[0], tokens.completion - before[1]))
-        if calls:
+        answer = output.answer
+        if output.client_calls:
             self._waiting = delegation_id  # the client runs the calls, then response.create
         elif answer:
             self._waiting = None
@@ -326,21 +341,111 @@ class Delegations:
                 self._open.pop(delegation_id, None)
             self._speak(answer)
 
+    async def _round(
+        self,
+        prompt: list[ChatMessage],
+        tools: list[Tool] | None,
+        tool_choice: ToolChoice | None,
+        max_tokens: int,
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+        output: _Output,
+        servers: ServerTools | None,
+    ) -> bool:
+        """One call to the LLM, and the servers' tools it calls run; True if it should go
+        on with their results."""
+        text: list[str] = []
+        calls: dict[int, PendingCall] = {}
+        message_id, message_index = new_id("msg"), -1
+        deltas = self._session.backend.ask(
+            prompt, tools=tools, tool_choice=tool_choice, max_tokens=max_tokens,
+            request_id=stream.id,
+        )  # fmt: skip
+        async with contextlib.aclosing(deltas):
+            async for delta in deltas:
+                if isinstance(delta, ToolCallDelta):
+                    self._call_part(calls, delta, stream, out, output, servers)
+                else:
+                    if not text:
+                        message_index = output.next()
+                        out(stream.message_added(message_id, message_index))
+                    text.append(delta)
+                    out(stream.text_delta(message_id, message_index, delta))
+        answer = "".join(text).strip()
+        if text:
+            for nested in stream.message_done(message_id, message_index, answer):
+                out(nested)
+            self._backend_add({"role": "assistant", "content": answer})
+            output.answer = answer
+        client = {n: call for n, call in calls.items() if not call.server}
+        if client:
+            self._calls_done(client, stream, out)
+            output.client_calls = True
+        ran = [call for call in calls.values() if call.server]
+        for call in ran:
+            assert servers is not None
+            await self._run_call(call, servers, stream, out)
+        return bool(ran) and not client
+
+    async def _run_call(
+        self,
+        call: PendingCall,
+        servers: ServerTools,
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+    ) -> None:
+        """A call of an MCP server's tool, run here: its result goes back to the LLM."""
+        arguments = "".join(call.arguments)
+        for nested in stream.mcp_call_running(call.item_id, call.index, arguments):
+            out(nested)
+        output: str | None = None
+        error: dict[str, Any] | None = None
+        try:
+            output = await servers.call(call.server, call.name, arguments)
+        except ToolFailure as exc:
+            error = exc.as_error()
+        described = (call.server, call.name, arguments)
+        for nested in stream.mcp_call_done(call.item_id, call.index, described, output, error):
+            out(nested)
+        function = {"name": call.name, "arguments": arguments}
+        request: ToolCallRequest = {"id": call.call_id, "type": "function", "function": function}
+        self._backend_add({"role": "assistant", "content": None, "tool_calls": [request]})
+        told = output if output is not None else f"The call failed: {(error or {}).get('message')}"
+        self._backend_add({"role": "tool", "tool_call_id": call.call_id, "content": told})
+
+    def _servers_for(self, specs: tuple[McpSpec, ...]) -> ServerTools | None:
+        """The backend's MCP servers, connected once and kept while the session names them."""
+        # Checked when the session started or was updated; checked again before connecting.
+        specs = tuple(spec for spec in specs if self._session.tools.refused((spec,)) is None)
+        if not specs and self._servers is None:
+            return None
+        if self._servers is None:
+            self._servers = self._session.tools.another("backend")
+        self._servers.use(specs)
+        return self._servers if specs else None
+
     def _call_part(
         self,
         calls: dict[int, PendingCall],
         delta: ToolCallDelta,
         stream: ResponseStream,
         out: Callable[[dict[str, object]], None],
-        after_text: bool,
+        output: _Output,
+        servers: ServerTools | None,
     ) -> None:
         call = calls.get(delta.index)
         if call is None:
             call = calls[delta.index] = PendingCall(delta.call_id or new_id("call"))
         if delta.name:
             call.name = delta.name
-            index = delta.index + (1 if after_text else 0)
-            out(stream.call_added(f"fc_{call.call_id}", index, call.call_id, call.name))
+            call.index = output.next()
+            spec = servers.server_of(delta.name) if servers is not None else None
+            if spec is not None:
+                call.server, call.item_id = spec.label, new_id("mcp")
+                out(stream.mcp_call_added(call.item_id, call.index, call.server, call.name))
+            else:
+                call.item_id = f"fc_{call.call_id}"
+                out(stream.call_added(call.item_id, call.index, call.call_id, call.name))
         if delta.arguments:
             call.arguments.append(delta.arguments)
 
@@ -349,17 +454,30 @@ class Delegations:
         calls: dict[int, PendingCall],
         stream: ResponseStream,
         out: Callable[[dict[str, object]], None],
-        first_index: int,
     ) -> None:
         requests = []
-        for n, call in sorted(calls.items()):
+        for _, call in sorted(calls.items()):
             arguments = "".join(call.arguments)
-            for nested in stream.call_done(f"fc_{call.call_id}", first_index + n, call.call_id,
-                                           call.name, arguments):  # fmt: skip
+            for nested in stream.call_done(call.item_id, call.index, call.call_id, call.name,
+                                           arguments):  # fmt: skip
                 out(nested)
             requests.append({"id": call.call_id, "type": "function",
                              "function": {"name": call.name, "arguments": arguments}})  # fmt: skip
         self._backend_add({"role": "assistant", "content": None, "tool_calls": requests})  # type: ignore[typeddict-item]
+
+
+@dataclass(slots=True)
+class _Output:
+    """A backend response's output so far: its items' count, its words, whether the client
+    has calls to run."""
+
+    items: int = 0
+    answer: str = ""
+    client_calls: bool = False
+
+    def next(self) -> int:
+        self.items += 1
+        return self.items - 1
 
 
 def _task(arguments: str) -> str:

@@ -90,3 +90,45 @@ class ResponseStream:
                         output_index=index, name=name, arguments=arguments),
             self._event("response.output_item.done", output_index=index, item=item),
         ]  # fmt: skip
+
+    def mcp_call_added(self, item_id: str, index: int, server: str, name: str) -> Nested:
+        item = {"id": item_id, "type": "mcp_call", "server_label": server, "name": name,
+                "arguments": "", "status": "in_progress"}  # fmt: skip
+        return self._event("response.output_item.added", output_index=index, item=item)
+
+    def mcp_call_running(self, item_id: str, index: int, arguments: str) -> list[Nested]:
+        return [
+            self._event("response.mcp_call_arguments.done", item_id=item_id,
+                        output_index=index, arguments=arguments),
+            self._event("response.mcp_call.in_progress", item_id=item_id, output_index=index),
+        ]  # fmt: skip
+
+    def mcp_call_done(
+        self,
+        item_id: str,
+        index: int,
+        call: tuple[str, str, str],
+        output: str | None,
+        error: dict[str, Any] | None,
+    ) -> list[Nested]:
+        """`call`: (server label, name, arguments); `error` as an mcp_call's in Realtime
+        (protocol_error, tool_execution_error, http_error), worded here as Responses'."""
+        server, name, arguments = call
+        item: Nested = {"id": item_id, "type": "mcp_call", "server_label": server, "name": name,
+                        "arguments": arguments, "output": output,
+                        "status": "failed" if error else "completed"}  # fmt: skip
+        if error is not None:
+            item["error"] = _responses_error(error)
+        ended = "failed" if error else "completed"
+        return [
+            self._event(f"response.mcp_call.{ended}", item_id=item_id, output_index=index),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+
+def _responses_error(error: dict[str, Any]) -> Nested:
+    kind = error.get("type")
+    if kind == "tool_execution_error":
+        return {"type": "mcp_tool_execution_error", "content": error.get("message", "")}
+    shown = "http_error" if kind == "http_error" else "mcp_protocol_error"
+    return {"type": shown, "code": error.get("code", 0), "message": error.get("message", "")}

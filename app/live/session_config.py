@@ -13,11 +13,12 @@ import json
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.config import LimitsSettings
 from app.events.audio import SPOKEN_RATE, FormatName
 from app.session.options import OptionChanges, SessionOptions
+from app.tools.specs import McpSpec, McpTool, mcp_spec
 
 # OpenAI's built-in Live voices: each is spoken in the server's own voice.
 BUILT_IN_VOICES = frozenset({
@@ -154,9 +155,9 @@ def check_delegation(delegation: Delegation, limits: LimitsSettings) -> None:
 
 
 def backend_tools(backend: ResponsesBackend, limits: LimitsSettings) -> list[dict[str, Any]]:
-    """The backend's function tools as chat tools: StartProblem for any other kind (the
-    server runs no tool itself, so a client cannot make it fetch a URL), and for
-    instructions or tools past the limits a session's own are held to."""
+    """The backend's function tools as chat tools: StartProblem for any kind but those and
+    `mcp` (a client's MCP server, by URL: see backend_servers), and for instructions or
+    tools past the limits a session's own are held to."""
     where = "session.delegation.responses"
     if len(backend.instructions or "") > limits.instructions_chars:
         most = limits.instructions_chars
@@ -166,9 +167,12 @@ def backend_tools(backend: ResponsesBackend, limits: LimitsSettings) -> list[dic
         raise StartProblem(f"the backend may have at most {limits.tools} tools", f"{where}.tools")
     tools = []
     for n, tool in enumerate(backend.tools or []):
+        if tool.get("type") == "mcp":
+            continue
         if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
             raise StartProblem(
-                f"only function tools run on this server's backend, not {tool.get('type')!r}",
+                "only function and mcp tools run on this server's backend, not "
+                f"{tool.get('type')!r}",
                 f"{where}.tools[{n}]",
             )
         if len(json.dumps(tool)) > limits.tool_bytes:
@@ -176,7 +180,33 @@ def backend_tools(backend: ResponsesBackend, limits: LimitsSettings) -> list[dic
                                f"{where}.tools[{n}]")  # fmt: skip
         function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
         tools.append({"type": "function", "function": function})
+    backend_servers(backend)
     return tools
+
+
+def backend_servers(backend: ResponsesBackend) -> tuple[McpSpec, ...]:
+    """The backend's MCP servers (StartProblem for one that is not a client's by URL).
+    Whether the URL is allowed is the session's to say (ServerTools.refused)."""
+    where = "session.delegation.responses.tools"
+    specs = []
+    for n, tool in enumerate(backend.tools or []):
+        if tool.get("type") != "mcp":
+            continue
+        try:
+            specs.append(mcp_spec(McpTool.model_validate(tool), operator=False))
+        except (ValueError, ValidationError) as exc:
+            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            why = why.removeprefix("Value error, ")
+            raise StartProblem(f"mcp tool: {why}", f"{where}[{n}]") from None
+        if specs[-1].always != frozenset():
+            raise StartProblem(
+                'a backend here runs its mcp tools without asking: give require_approval "never"',
+                f"{where}[{n}].require_approval",
+            )
+    labels = [spec.label for spec in specs]
+    if len(set(labels)) != len(labels):
+        raise StartProblem("two mcp tools have the same server_label", where)
+    return tuple(specs)
 
 
 def _voice(asked: str | CustomVoice | None, voices: tuple[str, ...]) -> str | None:

@@ -14,8 +14,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from app.config.tools import ToolsSettings
 from app.ids import new_id
 from app.session import messages as msg
 from app.tools.mcp_link import McpLink, ServerTool, ToolFailure
@@ -64,8 +64,14 @@ class ServerTools:
         self._approvals: dict[str, Pending] = {}  # by the request's item id
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> ToolsSettings:
         return self._servers.settings
+
+    def another(self, name: str) -> ServerTools:
+        """A set of its own on the same shared servers, that tells the client nothing (a
+        Live session's Responses backend, which words its calls itself)."""
+        return ServerTools(f"{self._session_id}:{name}", self._servers, lambda _: None,
+                           lambda: None)  # fmt: skip
 
     def refused(self, specs: tuple[McpSpec, ...]) -> str | None:
         """Why the session may not use these servers, before any connection is made."""

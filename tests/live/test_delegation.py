@@ -13,10 +13,13 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from app.config import LimitsSettings
+from app.config.tools import ToolsSettings
 from app.live.delegation import ACKNOWLEDGE, BACKEND_INSTRUCTIONS, COULD_NOT
 from app.live.session_config import Delegation, SessionConfig, to_changes
+from app.tools.servers import ToolServers
 from tests.live.test_dialect import LIMITS, Client
 from tests.session.fakes import FakeLLM, FakeTTS, noise, silence
+from tests.support.mcp_server import McpHttpServer
 
 NESTED: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
 WEATHER = {
@@ -27,9 +30,11 @@ WEATHER = {
 }
 
 
-def delegating(delegation: dict[str, Any], limits: LimitsSettings = LIMITS) -> Client:
+def delegating(
+    delegation: dict[str, Any], limits: LimitsSettings = LIMITS, tools: ToolServers | None = None
+) -> Client:
     config = SessionConfig.model_validate({"model": "gpt-live-1", "delegation": delegation})
-    client = Client(delegation=config.delegation, limits=limits)
+    client = Client(delegation=config.delegation, limits=limits, tools=tools)
     client.session.configure(to_changes(config, (), limits))
     llm = client.engines.llm
     assert isinstance(llm, FakeLLM)
@@ -130,16 +135,78 @@ async def test_a_responses_delegation_with_a_client_run_tool() -> None:
     await client.session.close()
 
 
+async def test_a_responses_delegation_runs_an_mcp_tool_itself() -> None:
+    """Live's own vocabulary for MCP: an `mcp` tool among the Responses backend's tools.
+    The backend calls it here, and its answer with the result is spoken."""
+    server = McpHttpServer().start()
+    try:
+        orders = {"type": "mcp", "server_label": "orders", "server_url": server.url,
+                  "allowed_tools": ["order_status"], "require_approval": "never"}  # fmt: skip
+        allowed = ToolServers(ToolsSettings(mcp_allowed_urls=["http://127.0.0.1:*/mcp"]))
+        client = delegating({"type": "responses", "responses": {"tools": [orders]}}, tools=allowed)
+        llm, tts = client.engines.llm, client.engines.tts
+        assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+        llm.arguments = ['{"order": ', '"42"}']
+        client.speak(noise(800) + silence(700))
+        await client.wait_for("session.delegation.created")
+        for _ in range(300):
+            if any(e["event"]["type"] == "response.completed"
+                   for e in client.of("response.event")):  # fmt: skip
+                break
+            await asyncio.sleep(0.02)
+        nested = [e["event"] for e in client.of("response.event")]
+        for event in nested:
+            NESTED.validate_python(event)
+        kinds = [e["type"] for e in nested]
+        ran = kinds.index("response.mcp_call.in_progress")
+        assert (
+            ran
+            < kinds.index("response.mcp_call.completed")
+            < kinds.index("response.output_text.done")
+        ), kinds
+        done = [e for e in nested if e["type"] == "response.output_item.done"]
+        assert [(e["item"]["type"], e["output_index"]) for e in done] == [
+            ("mcp_call", 0), ("message", 1),
+        ]  # fmt: skip
+        items = [e["item"] for e in done]
+        assert items[0]["output"] == "Order 42 has shipped and arrives on Tuesday."
+        await client.wait_for("session.usage.updated", count=3)
+        assert tts.spoken[-1][0] == items[1]["content"][0]["text"], "the answer, spoken"
+        client.assert_sdk_parses()
+        await client.session.close()
+    finally:
+        server.stop()
+
+
+async def test_a_backend_mcp_url_not_allowed_is_refused_on_update() -> None:
+    client = delegating({"type": "responses", "responses": {"tools": [WEATHER]}})
+    server = McpHttpServer().start()  # allowed by no one: the session has no allowed URLs
+    try:
+        named = {"type": "mcp", "server_label": "x", "server_url": server.url,
+                 "require_approval": "never"}  # fmt: skip
+        client.send({"type": "session.update", "session": {"delegation": {
+            "type": "responses", "responses": {"tools": [named]}}}})  # fmt: skip
+        (error,) = client.of("error")
+        assert error["error"]["param"] == "session.delegation.responses.tools", error
+        assert server.requests == 0
+    finally:
+        server.stop()
+    await client.session.close()
+
+
 def test_delegation_config_refusals() -> None:
     for delegation, param in (
         ({"type": "decisions"}, "session.delegation.type"),
         ({"type": "responses"}, "session.delegation.responses"),
         ({"type": "responses", "responses": {"tools": [{"type": "web_search"}]}},
          "session.delegation.responses.tools[0]"),
-        # The server runs no tool of its own: nothing a client names is fetched.
+        # An MCP server needs its label; and it is run without asking, so it must say so.
         ({"type": "responses", "responses": {"tools": [
             {"type": "mcp", "name": "x", "server_url": "http://169.254.169.254/"}]}},
          "session.delegation.responses.tools[0]"),
+        ({"type": "responses", "responses": {"tools": [
+            {"type": "mcp", "server_label": "x", "server_url": "http://127.0.0.1:1/mcp"}]}},
+         "session.delegation.responses.tools[0].require_approval"),
         ({"type": "responses", "responses": {"instructions": "x" * 65_537}},
          "session.delegation.responses.instructions"),
         ({"type": "responses", "responses": {"tools": [WEATHER] * 129}},

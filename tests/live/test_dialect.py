@@ -27,6 +27,7 @@ from app.live.session_config import (
     audio_format,
     to_changes,
 )
+from app.tools.servers import ToolServers
 from tests.session.fakes import FakeLLM, FakeTTS, make_session, noise, silence
 
 SERVER_EVENT: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
@@ -49,6 +50,7 @@ class Client:
         initial: Sequence[InitialItem] = (),
         delegation: Delegation | None = None,
         limits: LimitsSettings | None = None,
+        tools: ToolServers | None = None,
     ) -> None:
         self.wire = Wire()
         self.stopped = 0
@@ -63,7 +65,7 @@ class Client:
             delegation=delegation,
         )
         self.session, _, self.audio, self.engines = make_session(
-            also=self.dialect.deliver, limits=limits
+            also=self.dialect.deliver, limits=limits, tools=tools
         )
         self.dialect.attach(self.session)
 

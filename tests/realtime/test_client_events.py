@@ -203,7 +203,8 @@ def test_refusals_say_what_is_supported() -> None:
         cmd.parse(REFUSED[4][0])
     with pytest.raises(cmd.BadEvent, match="audio formats are audio/pcm .* audio/pcma"):
         cmd.parse(REFUSED[5][0])
-    with pytest.raises(cmd.BadEvent, match="items are of type message or function_call_output"):
+    supported = "items are of type message, function_call_output or mcp_approval_response"
+    with pytest.raises(cmd.BadEvent, match=supported):
         cmd.parse(REFUSED[9][0])
     assert cmd.event_id_of({"event_id": "evt_9"}) == "evt_9"
     assert cmd.event_id_of({"event_id": 9}) is None
