@@ -117,6 +117,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
                "app.rtc", "app.telephony", "aiortc"),
     "app.telephony": ("app.api", "app.runtime", "app.engines", "app.rtc", "aiortc", "fastapi"),
     "app.api": ("app.session", "app.engines", "app.agent"),  # it talks to calls
+    "app.tools": ("app.api", "app.calls", "app.runtime", "app.session", "app.engines",
+                  "app.agent", "app.realtime", "app.live", *TRANSPORTS, "aiortc", "fastapi"),
 }  # fmt: skip
 
 

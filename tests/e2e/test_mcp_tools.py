@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+import websockets
 from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from app.audio.resample import Resampler
-from tests.e2e.test_sip_phone import Sideband, _samples, microphone, phones, sip_session
+from tests.e2e.test_sip_phone import Sideband, _samples, dial, microphone, phones
 from tests.support.baresip import Baresip, have_baresip
 from tests.support.mcp_server import McpHttpServer
 from tests.support.server import ServerProcess, free_udp_port, until_in_use
@@ -177,12 +178,8 @@ async def test_a_phone_caller_gets_the_operators_tools(
 ) -> None:
     mic = microphone(speech("What time is it in Tokyo right now?"), tmp_path / "mic.wav")
     phone: Baresip = await phones(mic)
-    await phone.command("dial", f"sip:agent@127.0.0.1:{tools_server.sip_port}")
-    await phone.wait_for("CALL_ESTABLISHED")
-    session_id = await sip_session(tools_server)
+    session_id = await dial(phone, tools_server)
     url = f"ws://127.0.0.1:{tools_server.port}/v1/realtime?call_id={session_id}"
-    import websockets
-
     async with websockets.connect(url) as ws:
         sideband = Sideband(ws)
         (done,) = await sideband.until("response.done")

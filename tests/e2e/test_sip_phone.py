@@ -89,6 +89,13 @@ class Sideband:
         return [event for event in self.events if event["type"] == kind]
 
 
+async def dial(phone: Baresip, server: ServerProcess) -> str:
+    """The phone calls the agent; the call's session id, once it is established."""
+    await phone.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
+    await phone.wait_for("CALL_ESTABLISHED")
+    return await sip_session(server)
+
+
 async def sip_session(server: ServerProcess) -> str:
     pool = await until_in_use(server.url, 1, state="active")
     return str(next(s["session_id"] for s in pool["slots"] if s["transport"] == "sip"))
@@ -103,9 +110,7 @@ async def test_a_phone_asks_hears_the_answer_presses_keys_and_hangs_up(
 ) -> None:
     mic = microphone(speech("What is the capital of France?"), tmp_path / "mic.wav")
     phone: Baresip = await phones(mic)
-    await phone.command("dial", f"sip:agent@127.0.0.1:{agent_server.sip_port}")
-    await phone.wait_for("CALL_ESTABLISHED")
-    session_id = await sip_session(agent_server)
+    session_id = await dial(phone, agent_server)
     url = f"ws://127.0.0.1:{agent_server.port}/v1/realtime?call_id={session_id}"
     async with websockets.connect(url) as ws:
         sideband = Sideband(ws)
@@ -139,9 +144,7 @@ async def test_a_live_sideband_steers_a_phone_call(
     agent says its commentary to the phone, and it hears the caller hang up."""
     mic = microphone(speech("What is the capital of France?"), tmp_path / "mic.wav")
     phone: Baresip = await phones(mic)
-    await phone.command("dial", f"sip:agent@127.0.0.1:{agent_server.sip_port}")
-    await phone.wait_for("CALL_ESTABLISHED")
-    session_id = await sip_session(agent_server)
+    session_id = await dial(phone, agent_server)
     sdk = AsyncOpenAI(base_url=agent_server.url, api_key="sk-anything")
     seen: list[Any] = []
 
@@ -359,9 +362,7 @@ async def test_a_caller_in_spanish_is_heard_and_answered_in_spanish(
     mic = microphone(wav, tmp_path / "mic.wav", lead_s=4.0)
     phone: Baresip = await phones(mic)
     server = multilingual_agent_server
-    await phone.command("dial", f"sip:agent@127.0.0.1:{server.sip_port}")
-    await phone.wait_for("CALL_ESTABLISHED")
-    session_id = await sip_session(server)
+    session_id = await dial(phone, server)
     async with websockets.connect(
         f"ws://127.0.0.1:{server.port}/v1/realtime?call_id={session_id}"
     ) as ws:
