@@ -147,6 +147,44 @@ async def test_a_client_names_an_mcp_server_and_the_agent_says_its_result(
     assert 'voice_agent_tool_failures_total{server="orders"} 0.0' in metrics
 
 
+async def test_a_call_that_needs_approval_runs_once_the_client_approves(
+    tools_server: ServerProcess, mcp_server: McpHttpServer
+) -> None:
+    sdk = AsyncOpenAI(base_url=f"{tools_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        orders = {
+            "type": "mcp",
+            "server_label": "orders",
+            "server_url": mcp_server.url,
+            "allowed_tools": ["order_status"],
+        }  # approval: OpenAI's default, always
+        await conn.session.update(
+            session={"type": "realtime", "tools": [orders],  # type: ignore[list-item]
+                     "output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
+        )  # fmt: skip
+        await events_until(conn, "session.updated")
+        await conn.conversation.item.create(
+            item={"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "Where is my order 42?"}]}
+        )  # fmt: skip
+        await conn.response.create()
+        asked = (await events_until(conn, "response.done"))[-1].response  # type: ignore[union-attr]
+        (request,) = asked.output
+        assert (request.type, request.name) == ("mcp_approval_request", "order_status")
+        before = mcp_server.requests
+        await conn.conversation.item.create(
+            item={"type": "mcp_approval_response", "approval_request_id": request.id,
+                  "approve": True}
+        )  # fmt: skip
+        seen = await events_until(conn, "response.done")
+    assert mcp_server.requests > before, "run only once approved"
+    call, message = seen[-1].response.output  # type: ignore[union-attr]
+    assert (call.type, call.approval_request_id) == ("mcp_call", request.id)
+    assert call.output == "Order 42 has shipped and arrives on Tuesday."
+    assert "tuesday" in message.content[0].text.lower()
+
+
 async def test_a_server_not_allowed_is_refused_and_hears_nothing(
     tools_server: ServerProcess,
 ) -> None:

@@ -256,24 +256,22 @@ class Answerer:
                 self.language,
             )
             resampler = Resampler(reply.rate)  # stateful across the reply's pieces
-            rounds = range(self._max_rounds + 1)
+            ran = 0  # rounds of the servers' calls this reply has run
             if approved is not None:
-                if await self._run_approved(reply, request, approved):
-                    request = replace(request, prompt=prompt())
-                else:
-                    rounds = range(0)
-            for round_ in rounds:
+                ran = 1 if await self._run_approved(reply, request, approved) else -1
+                request = replace(request, prompt=prompt())
+            while ran >= 0:
+                if ran >= self._max_rounds > 0:  # enough calls: it answers in words
+                    request = replace(request, tool_choice="none")
                 if reply.modality == "text":
                     await self._write(reply, request, turn)
                 else:
                     await self._speak(reply, request, turn, resampler)
-                if not await self._run_calls(reply, request):
+                if ran >= self._max_rounds or not await self._run_calls(reply, request):
                     break
+                ran += 1
                 reply.next_round()
-                last = round_ + 1 >= self._max_rounds  # then it answers in words
-                request = replace(
-                    request, prompt=prompt(), tool_choice="none" if last else request.tool_choice
-                )
+                request = replace(request, prompt=prompt())
             if reply.modality == "audio":
                 await _ended(turn)
                 await reply.play(resampler.flush())
