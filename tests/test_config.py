@@ -80,6 +80,7 @@ PARSED: dict[str, object] = {"tools.default": [TIME_TOOL]}
 # Values the plain rule in _other() would make invalid.
 OTHER_VALUES: dict[str, object] = {
     "tools.default": json.dumps([TIME_TOOL]),
+    "tools.mcp_allowed_urls": "https://tools.example.com/mcp",
     "agent": "echo",
     "server.ice_servers": "stun:stun.example:3478",
     "sip.allow": "10.0.0.0/8",

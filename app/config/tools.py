@@ -44,8 +44,9 @@ class ToolsSettings(BaseModel):
     mcp_allowed_urls: CsvList = Field(
         default_factory=list,
         description="The MCP server URLs a client may name in its own `mcp` tools: comma "
-        "separated patterns where * matches anything (https://tools.example.com/*). Empty: "
-        "none. Any other URL is refused before a connection is made.",
+        "separated scheme://host[:port]/path patterns, where * stands for part of a host "
+        "name, any port or any rest of the path (https://*.example.com/mcp/*). Empty: none. "
+        "Any other URL is refused before a connection is made.",
     )
     list_timeout_s: float = Field(
         10.0, gt=0, le=120, description="How long listing an MCP server's tools may take."
@@ -94,3 +95,11 @@ class ToolsSettings(BaseModel):
     @classmethod
     def _split(cls, value: Any) -> Any:
         return split_csv(value)
+
+    @field_validator("mcp_allowed_urls")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        from app.tools.specs import UrlPolicy
+
+        UrlPolicy(value)  # ValueError names a pattern that is no URL
+        return value

@@ -98,6 +98,7 @@ class Delegations:
         self._rounds = 0  # LLM rounds the backend made, held to limits.delegation_rounds
         self._waiting: str | None = None  # the delegation whose backend awaits the client
         self._servers: ServerTools | None = None  # the backend's MCP servers, once it has any
+        self._functions: frozenset[str] = frozenset()  # the backend's client-run functions
 
     # --- the agent's side
 
@@ -287,6 +288,7 @@ class Delegations:
         system: ChatMessage = {"role": "system",
                                "content": backend.instructions or BACKEND_INSTRUCTIONS}  # fmt: skip
         tools = backend_tools(backend, limits)
+        self._functions = frozenset(tool["function"]["name"] for tool in tools)
         servers = self._servers_for(backend_servers(backend))
         if servers is not None:
             await servers.ready()
@@ -439,7 +441,7 @@ class Delegations:
         if delta.name:
             call.name = delta.name
             call.index = output.next()
-            spec = servers.server_of(delta.name) if servers is not None else None
+            spec = servers.server_of(delta.name, self._functions) if servers else None
             if spec is not None:
                 call.server, call.item_id = spec.label, new_id("mcp")
                 out(stream.mcp_call_added(call.item_id, call.index, call.server, call.name))

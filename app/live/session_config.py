@@ -241,6 +241,9 @@ def audio_format(config: SessionConfig) -> tuple[FormatName, int]:
     return asked.type, 8_000
 
 
+SECRET_FIELDS = ("headers", "authorization")
+
+
 def describe_delegation(delegation: Delegation | None) -> dict[str, Any] | None:
     if delegation is None:
         return None
@@ -248,6 +251,11 @@ def describe_delegation(delegation: Delegation | None) -> dict[str, Any] | None:
     if delegation.responses is not None:
         described["responses"] = delegation.responses.model_dump(exclude_none=True)
         described["responses"].setdefault("model", "server")
+        # An MCP server's headers are the client's secrets: they go to that server only.
+        described["responses"]["tools"] = [
+            {k: v for k, v in tool.items() if k not in SECRET_FIELDS}
+            for tool in described["responses"].get("tools") or []
+        ]
     return described
 
 

@@ -131,8 +131,13 @@ class ServerTools:
                 tools.append({"type": "function", "function": function})
         return tools
 
-    def server_of(self, name: str) -> McpSpec | None:
-        """The server whose tool `name` is, if a server's."""
+    def server_of(
+        self, name: str, taken: set[str] | frozenset[str] = frozenset()
+    ) -> McpSpec | None:
+        """The server whose tool `name` is, if a server's and not one of `taken` (the
+        client's functions, which chat_tools() left the servers' out for)."""
+        if name in taken:
+            return None
         for server in self._by_label.values():
             if any(tool.name == name for tool in server.tools):
                 return server.spec
@@ -170,6 +175,9 @@ class ServerTools:
     def _drop(self, server: _Server) -> None:
         if server.listing is not None:
             server.listing.cancel()
+        # An approval asked for the server it was: not for another under its label.
+        label = server.spec.label
+        self._approvals = {k: p for k, p in self._approvals.items() if p.server != label}
         if not server.spec.operator:
             task = asyncio.create_task(server.link.aclose(), name=f"mcp-close:{server.spec.label}")
             _closing.add(task)

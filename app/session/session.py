@@ -460,7 +460,6 @@ class Session:
 
     async def _close(self) -> None:
         self._idle.cancel()
-        await self.tools.aclose()
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()
@@ -470,3 +469,5 @@ class Session:
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=self._settings.pool.drain_timeout_s)
             self.stuck = sorted(task.get_name() for task in pending)
+        # After the replies: a call cut short then is not made again on a closing link.
+        await self.tools.aclose()

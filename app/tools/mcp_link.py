@@ -74,9 +74,10 @@ class McpLink:
         self.spec = spec
         self._client: Any = None  # mcp.Client, while connected
         self._owner: asyncio.Task[None] | None = None
-        self._closing = asyncio.Event()
+        self._closing = asyncio.Event()  # the current owner's
         self._connecting = asyncio.Lock()
         self._listing: list[ServerTool] | None = None  # of this connection
+        self._closed = False  # for good (aclose): a call after it does not connect again
 
     @property
     def name(self) -> str:
@@ -127,25 +128,28 @@ class McpLink:
 
     async def _connected(self) -> Any:
         async with self._connecting:
+            if self._closed:
+                raise ToolFailure("http_error", "the session let this server go")
             if self._client is not None and self._owner is not None and not self._owner.done():
                 return self._client
             self._listing = None
             ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._closing = asyncio.Event()
-            self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.label}")
+            closing = self._closing = asyncio.Event()
+            owner = self._owner = asyncio.create_task(
+                self._own(ready, closing), name=f"mcp:{self.spec.label}"
+            )
             try:
                 self._client = await ready
-            except ToolFailure:
-                raise
             except asyncio.CancelledError:
-                self._owner.cancel()
+                owner.cancel()
                 raise
             return self._client
 
-    async def _own(self, ready: asyncio.Future[Any]) -> None:
-        """Holds the connection open until closed, or until it drops."""
+    async def _own(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
+        """Holds one connection open until `closing` is set, or until it drops."""
         from mcp import Client
 
+        client = None
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
@@ -154,7 +158,7 @@ class McpLink:
                 if ready.done():  # whoever waited for it gave up
                     return
                 ready.set_result(client)
-                await self._closing.wait()
+                await closing.wait()
         except asyncio.CancelledError:
             if not ready.done():
                 ready.cancel()
@@ -166,7 +170,8 @@ class McpLink:
             else:
                 log.warning("mcp server %s: connection lost: %s", self.spec.label, why)
         finally:
-            self._client = None
+            if client is not None and self._client is client:  # not a newer one's
+                self._client = None
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         if self.spec.command:
@@ -189,20 +194,28 @@ class McpLink:
             if self._client is not client:
                 return
             self._client = None
-            await self.aclose()
+            await self._disconnect()
 
     async def aclose(self) -> None:
+        """For good: calls after it fail, and do not connect again."""
+        self._closed = True
+        await self._disconnect()
+
+    async def _disconnect(self) -> None:
         self._closing.set()
         owner, self._owner = self._owner, None
-        if owner is None:
+        if owner is None or owner.done():
             return
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await asyncio.shield(owner)
         except (TimeoutError, Exception):
             owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
+        except asyncio.CancelledError:
+            owner.cancel()
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we were cancelled ourselves; the owner's own cancel is no error here
 
 
 @contextlib.asynccontextmanager

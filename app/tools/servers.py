@@ -64,4 +64,4 @@ class ToolServers:
 
     async def aclose(self) -> None:
         links, self._shared = list(self._shared.values()), {}
-        await asyncio.gather(*(link.aclose() for link in links))
+        await asyncio.gather(*(link.aclose() for link in links), return_exceptions=True)

@@ -8,7 +8,7 @@ allows (`UrlPolicy`).
 
 from __future__ import annotations
 
-import fnmatch
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -199,23 +199,56 @@ def tool_set(tools: Sequence[FunctionTool | McpTool], *, operator: bool = False)
 
 
 class UrlPolicy:
-    """The MCP URLs a client may name: patterns where * matches anything."""
+    """The MCP URLs a client may name: patterns of scheme://host[:port]/path where `*`
+    stands for part of a host name (never a dot-less jump to another host: it matches no
+    `/`, `?`, `#`, `@` or `:`), any port, or any rest of the path."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        self._patterns = tuple(patterns)
+        self._patterns = [_Pattern.parse(pattern) for pattern in patterns]
 
     def allows(self, url: str) -> bool:
-        # A user part would let "http://127.0.0.1:*" match http://127.0.0.1:1@elsewhere/.
         try:
             parts = urlsplit(url)
+            port = parts.port
         except ValueError:
             return False
+        # A user part would let a careless pattern match http://127.0.0.1:1@elsewhere/.
         if "@" in parts.netloc or "\\" in url or not parts.hostname:
             return False
-        # fnmatch's [] and ? are left out: a URL's ? is its query, not a wildcard.
-        return any(_matches(url, pattern) for pattern in self._patterns)
+        rest = parts.path + (f"?{parts.query}" if parts.query else "")
+        return any(p.matches(parts.scheme, parts.hostname, port, rest) for p in self._patterns)
 
 
-def _matches(url: str, pattern: str) -> bool:
-    escaped = pattern.replace("[", "[[]").replace("?", "[?]")
-    return fnmatch.fnmatchcase(url, escaped)
+_PATTERN = re.compile(r"^(https?)://([^/:?#@]+)(?::([0-9*]+))?(/.*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    scheme: str
+    host: re.Pattern[str]
+    port: str | None  # None: the scheme's own; "*": any
+    path: re.Pattern[str]
+
+    @classmethod
+    def parse(cls, pattern: str) -> _Pattern:
+        found = _PATTERN.match(pattern.strip())
+        if found is None:
+            raise ValueError(f"not an MCP URL pattern (scheme://host[:port]/path): {pattern!r}")
+        scheme, host, port, path = found.groups()
+        return cls(
+            scheme,
+            _glob(host.lower(), "[^/?#@:]*"),
+            port,
+            _glob(path or "/", ".*"),
+        )
+
+    def matches(self, scheme: str, host: str, port: int | None, rest: str) -> bool:
+        if scheme != self.scheme or not self.host.fullmatch(host.lower()):
+            return False
+        if self.port != "*" and (str(port) if port is not None else None) != self.port:
+            return False
+        return bool(self.path.fullmatch(rest or "/"))
+
+
+def _glob(text: str, star: str) -> re.Pattern[str]:
+    return re.compile(star.join(re.escape(part) for part in text.split("*")))

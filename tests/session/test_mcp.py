@@ -43,7 +43,7 @@ def ask(session_audio: object) -> None:
 
 
 async def test_the_server_calls_the_tool_and_says_its_result(mcp_server: McpHttpServer) -> None:
-    session, sent, audio, engines = make_session(tools=servers())
+    session, sent, audio, engines = make_session(tools=servers(filler_after_ms=5000))
     assert isinstance(engines.llm, FakeLLM)
     engines.llm.arguments = ['{"order": ', '"42"}']
     session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
@@ -71,6 +71,7 @@ async def test_the_server_calls_the_tool_and_says_its_result(mcp_server: McpHttp
                      msg.MessageStarted]  # fmt: skip
     assert audio.writes, "and it was spoken"
     assert session.history.find(call.item_id) is not None
+    assert "Let me check." not in ended.text, "no filler: the words came sooner"
 
 
 async def test_a_url_not_allowed_is_refused_before_any_request(
@@ -125,6 +126,21 @@ async def test_a_slow_tool_gets_a_filler_first(mcp_server: McpHttpServer) -> Non
     spoken = [m.delta.strip() for m in sent.of(msg.ClauseSpoken)]
     assert spoken[0] == "Let me check.", spoken
     assert ended.status == "completed" and ended.calls[0].output is not None
+
+
+async def test_a_slow_next_round_gets_a_filler_too(mcp_server: McpHttpServer) -> None:
+    """The wait a caller hears is the call and the LLM's round after it: a fast tool and
+    a slow model get the filler as well."""
+    session, sent, _, engines = make_session(tools=servers(filler_after_ms=100))
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "9"}']
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    engines.llm.delay_s = 0.25  # a word every 250 ms: the first clause takes a second
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    spoken = [m.delta.strip() for m in sent.of(msg.ClauseSpoken)]
+    assert spoken[0] == "Let me check." and spoken[1].startswith("Sure"), spoken
 
 
 async def test_a_barge_in_cancels_the_call(mcp_server: McpHttpServer) -> None:
@@ -184,3 +200,19 @@ async def test_a_server_that_is_down_fails_its_listing_and_the_turn_is_answered(
     ended = sent.nth(msg.ReplyEnded)
     assert ended.status == "completed" and ended.text.startswith("Sure") and not ended.calls
     assert isinstance(engines.llm, FakeLLM) and engines.llm.tools[-1][0] is None
+
+
+async def test_a_client_function_of_the_same_name_stays_the_clients(
+    mcp_server: McpHttpServer,
+) -> None:
+    session, sent, _, engines = make_session(tools=servers())
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "1"}']
+    own = {"type": "function", "function": {"name": "order_status", "parameters": {}}}
+    session.configure(OptionChanges(tools=(own,), servers=(orders(mcp_server.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    (call,) = sent.nth(msg.ReplyEnded).calls
+    assert call.server == "" and not sent.of(msg.ServerCallRunning), "the client runs it"
+    assert [t["function"]["name"] for t in engines.llm.tools[0][0] or []] == ["order_status"]

@@ -28,6 +28,11 @@ def test_only_the_allowed_urls(url: str, allowed: bool) -> None:
     assert policy.allows(url) is allowed
 
 
+def test_a_pattern_that_is_no_url_stops_the_server() -> None:
+    with pytest.raises(ValidationError, match="not an MCP URL pattern"):
+        Settings(tools={"mcp_allowed_urls": "*"})
+
+
 def test_no_url_is_allowed_by_default() -> None:
     assert not UrlPolicy(Settings().tools.mcp_allowed_urls).allows("http://127.0.0.1:1/mcp")
 
@@ -74,3 +79,30 @@ def test_response_output_keeps_the_items_order() -> None:
     output = done[-1]["response"]["output"]
     assert [item["type"] for item in output] == ["mcp_call", "message"]
     assert output[0]["output"] == "shipped"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "url", "allowed"),
+    [
+        ("https://*.example.com/*", "https://crm.example.com/mcp", True),
+        ("https://*.example.com/*", "https://evil.com/.example.com/", False),
+        ("https://*.example.com/*", "https://evil.com?.example.com/", False),
+        ("https://tools.example.com*", "https://tools.example.com.evil.net/mcp", False),
+        ("https://tools.example.com/mcp", "https://tools.example.com:8443/mcp", False),
+        ("http://127.0.0.1:*/mcp", "http://127.0.0.1:8000/other", False),
+    ],
+)
+def test_a_star_never_reaches_another_host(pattern: str, url: str, allowed: bool) -> None:
+    assert UrlPolicy([pattern]).allows(url) is allowed
+
+
+def test_a_live_backends_mcp_headers_are_never_shown() -> None:
+    from app.live.session_config import Delegation, describe_delegation
+
+    tool = {"type": "mcp", "server_label": "x", "server_url": "https://x/mcp",
+            "headers": {"X-Key": "secret"}, "authorization": "token"}  # fmt: skip
+    delegation = Delegation.model_validate({"type": "responses", "responses": {"tools": [tool]}})
+    shown = describe_delegation(delegation)
+    assert shown is not None and shown["responses"]["tools"] == [
+        {"type": "mcp", "server_label": "x", "server_url": "https://x/mcp"}
+    ]

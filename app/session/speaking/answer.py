@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,6 +26,7 @@ from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, User
 from app.session.options import SessionOptions
 from app.session.server_tools import Pending, ServerTools
 from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.filler import Filler
 from app.session.speaking.reply import Emit, Reply
 from app.session.usage import Usage
 from app.tools.mcp_link import TIMED_OUT, ToolFailure
@@ -84,6 +86,8 @@ class Answerer:
         self._emit = emit
         self._usage = usage
         self._tools = tools
+        self._fillers: dict[str, Filler] = {}  # by reply: said if a tool keeps it waiting
+        self._functions: frozenset[str] = frozenset()  # the client's, in the reply's tools
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -272,6 +276,7 @@ class Answerer:
                 ran += 1
                 reply.next_round()
                 request = replace(request, prompt=prompt())
+            await self._settle_filler(reply)  # a reply that ended in a call: not said
             if reply.modality == "audio":
                 await _ended(turn)
                 await reply.play(resampler.flush())
@@ -291,6 +296,9 @@ class Answerer:
             await _ended(turn)
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
+        finally:
+            if (filler := self._fillers.pop(reply.response_id, None)) is not None:
+                filler.cancel()
         await reply.finish_playing(failure)
 
     def _new_reply(self, job: Job, modality: msg.Modality, response_id: str | None = None) -> Reply:
@@ -373,8 +381,9 @@ class Answerer:
             async for piece in pieces:
                 await _ended(turn)  # nothing plays before the turn has ended
                 if isinstance(piece, ToolCallDelta):
-                    self._call(reply, piece)
+                    self._call(reply, piece, request)
                     continue
+                await self._settle_filler(reply)
                 samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
                 await reply.play(samples, piece.text)
 
@@ -383,7 +392,7 @@ class Answerer:
             async for delta in deltas:
                 await _ended(turn)  # nothing shows before the turn has ended
                 if isinstance(delta, ToolCallDelta):
-                    self._call(reply, delta)
+                    self._call(reply, delta, request)
                 else:
                     reply.write(delta)
 
@@ -396,17 +405,31 @@ class Answerer:
     async def _offered(self, options: SessionOptions) -> list[Tool] | None:
         """The client's functions, and the session's servers' tools once listed."""
         tools = list(options.tools)
+        self._functions = frozenset(t["function"]["name"] for t in tools)
         if self._tools is not None and options.servers:
             await self._tools.ready()
             tools += self._tools.chat_tools({t["function"]["name"] for t in tools})
         return tools or None
 
-    def _call(self, reply: Reply, delta: ToolCallDelta) -> None:
-        spec = self._tools.server_of(delta.name) if self._tools and delta.name else None
+    def _call(self, reply: Reply, delta: ToolCallDelta, request: SpeechRequest) -> None:
+        tools, name = self._tools, delta.name
+        spec = tools.server_of(name, self._functions) if tools is not None and name else None
         if spec is None:
             reply.call(delta)
-        else:
-            reply.call(delta, server=spec.label, approval=spec.needs_approval(delta.name or ""))
+            return
+        approval = spec.needs_approval(delta.name or "")
+        reply.call(delta, server=spec.label, approval=approval)
+        assert self._tools is not None
+        after_s = self._tools.settings.filler_after_ms / 1000
+        waits = reply.modality == "audio" and not approval and after_s > 0
+        if waits and reply.response_id not in self._fillers:
+            say = functools.partial(self._say, reply, request, FILLER)
+            self._fillers[reply.response_id] = Filler(say, after_s)
+
+    async def _settle_filler(self, reply: Reply) -> None:
+        filler = self._fillers.pop(reply.response_id, None)
+        if filler is not None:
+            await filler.settle()
 
     async def _run_calls(self, reply: Reply, request: SpeechRequest) -> bool:
         """Run the servers' calls the LLM just made; True if it should go on with their
@@ -417,8 +440,13 @@ class Answerer:
         for call in ask:
             request_id = reply.ask(call)
             self._tools.ask_approval(request_id, Pending(call.server, call.name, call.arguments))
-        for call in run:
+        for n, call in enumerate(run):
             if not await self._run_call(reply, request, call):
+                for left in run[n + 1 :]:  # not run: ended, not left hanging
+                    error = {"type": "protocol_error", "code": -32000,
+                             "message": "not run: a call before it failed"}  # fmt: skip
+                    reply.running(left)
+                    reply.ran(replace(left, error=error))
                 return False
         return bool(run) and not ask and not reply.calls_client
 
@@ -434,26 +462,19 @@ class Answerer:
         return True
 
     async def _run_call(self, reply: Reply, request: SpeechRequest, call: msg.FunctionCall) -> bool:
-        """One call, with a filler said if it is slow; on failure the user is told, and
-        False returned (the reply ends)."""
+        """One call; on failure the user is told, and False returned (the reply ends)."""
         assert self._tools is not None
         reply.running(call)
-        running = asyncio.ensure_future(self._tools.call(call.server, call.name, call.arguments))
         try:
-            filler_s = self._tools.settings.filler_after_ms / 1000
-            if filler_s and reply.modality == "audio":
-                done, _ = await asyncio.wait({running}, timeout=filler_s)
-                if not done:
-                    await self._say(reply, request, FILLER)
-            output = await running
+            # A barge-in cancels this task, and so the call.
+            output = await self._tools.call(call.server, call.name, call.arguments)
         except ToolFailure as exc:
             log.warning("mcp call %s.%s failed: %s", call.server, call.name, exc,
                         extra={"session_id": self._session_id})  # fmt: skip
             reply.ran(replace(call, error=exc.as_error()))
+            await self._settle_filler(reply)
             await self._say(reply, request, unreachable(call.server, exc))
             return False
-        finally:
-            running.cancel()  # a barge-in cancels the call too
         reply.ran(replace(call, output=output))
         return True
 
