@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,18 +18,16 @@ import numpy as np
 from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
 from app.errors import EndOfStream, EngineError
-from app.ids import new_id
 from app.session import messages as msg
 from app.session.history import ConversationTooLong, History, Message
 from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, UserTurn
 from app.session.options import SessionOptions
-from app.session.server_tools import Pending, ServerTools
+from app.session.server_tools import ServerTools
 from app.session.speaking.audio_out import AudioOut
-from app.session.speaking.filler import Filler
 from app.session.speaking.reply import Emit, Reply
+from app.session.speaking.server_calls import ServerCalls
 from app.session.usage import Usage
-from app.tools.mcp_link import TIMED_OUT, ToolFailure
-from app.vocab.chat import ChatMessage, Tool, ToolCallDelta, ToolChoice
+from app.vocab.chat import ChatMessage, ToolCallDelta, ToolChoice
 from app.vocab.languages import ENGLISH, reply_note, spoken
 from app.vocab.pcm import BYTES_PER_S
 from app.vocab.speech import Transcript
@@ -40,18 +37,6 @@ log = logging.getLogger(__name__)
 ANNOUNCED_RATE = 24_000  # a client's audio to play: 24 kHz PCM, as Live's fixtures are
 # What the agent is told when the user has been quiet for the idle timeout.
 NUDGE = "The user has said nothing for a while. Invite them, briefly, to go on."
-# Said when a tool is slow to answer, so that a caller is not left in silence.
-FILLER = "Let me check."
-
-
-def unreachable(server: str, failure: ToolFailure) -> str:
-    """What the user hears when a tool failed: which system, in words."""
-    what = f"the {server.replace('_', ' ').replace('-', ' ')} system"
-    if failure.code == TIMED_OUT:
-        return f"Sorry, {what} did not answer in time."
-    if failure.kind == "tool_execution_error":
-        return f"Sorry, {what} could not do that."
-    return f"Sorry, I couldn't reach {what}."
 
 
 class Answerer:
@@ -85,9 +70,7 @@ class Answerer:
         self._audio = audio
         self._emit = emit
         self._usage = usage
-        self._tools = tools
-        self._fillers: dict[str, Filler] = {}  # by reply: said if a tool keeps it waiting
-        self._functions: frozenset[str] = frozenset()  # the client's, in the reply's tools
+        self._calls = ServerCalls(session_id, tools, self._say)
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -253,7 +236,7 @@ class Answerer:
                 options.speed,
                 job.timings,
                 options.max_output_tokens,
-                await self._offered(options),
+                await self._calls.offered(options),
                 self._tool_choice(options),
                 reply.response_id,
                 self._usage.tokens,
@@ -262,21 +245,21 @@ class Answerer:
             resampler = Resampler(reply.rate)  # stateful across the reply's pieces
             ran = 0  # rounds of the servers' calls this reply has run
             if approved is not None:
-                ran = 1 if await self._run_approved(reply, request, approved) else -1
+                ran = 1 if await self._calls.run_approved(reply, request, approved) else -1
                 request = replace(request, prompt=prompt())
             while ran >= 0:
-                if ran >= self._max_rounds > 0:  # enough calls: it answers in words
+                if ran >= self._calls.max_rounds > 0:  # enough calls: it answers in words
                     request = replace(request, tool_choice="none")
                 if reply.modality == "text":
                     await self._write(reply, request, turn)
                 else:
                     await self._speak(reply, request, turn, resampler)
-                if ran >= self._max_rounds or not await self._run_calls(reply, request):
+                if ran >= self._calls.max_rounds or not await self._calls.run(reply, request):
                     break
                 ran += 1
                 reply.next_round()
                 request = replace(request, prompt=prompt())
-            await self._settle_filler(reply)  # a reply that ended in a call: not said
+            await self._calls.settle_filler(reply)  # a reply that ended in a call: not said
             if reply.modality == "audio":
                 await _ended(turn)
                 await reply.play(resampler.flush())
@@ -297,8 +280,7 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
         finally:
-            if (filler := self._fillers.pop(reply.response_id, None)) is not None:
-                filler.cancel()
+            self._calls.drop_filler(reply)
         await reply.finish_playing(failure)
 
     def _new_reply(self, job: Job, modality: msg.Modality, response_id: str | None = None) -> Reply:
@@ -381,9 +363,9 @@ class Answerer:
             async for piece in pieces:
                 await _ended(turn)  # nothing plays before the turn has ended
                 if isinstance(piece, ToolCallDelta):
-                    self._call(reply, piece, request)
+                    self._calls.call(reply, piece, request)
                     continue
-                await self._settle_filler(reply)
+                await self._calls.settle_filler(reply)
                 samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
                 await reply.play(samples, piece.text)
 
@@ -392,91 +374,9 @@ class Answerer:
             async for delta in deltas:
                 await _ended(turn)  # nothing shows before the turn has ended
                 if isinstance(delta, ToolCallDelta):
-                    self._call(reply, delta, request)
+                    self._calls.call(reply, delta, request)
                 else:
                     reply.write(delta)
-
-    # --- tools this server runs (MCP)
-
-    @property
-    def _max_rounds(self) -> int:
-        return self._tools.settings.max_rounds if self._tools is not None else 0
-
-    async def _offered(self, options: SessionOptions) -> list[Tool] | None:
-        """The client's functions, and the session's servers' tools once listed."""
-        tools = list(options.tools)
-        self._functions = frozenset(t["function"]["name"] for t in tools)
-        if self._tools is not None and options.servers:
-            await self._tools.ready()
-            tools += self._tools.chat_tools({t["function"]["name"] for t in tools})
-        return tools or None
-
-    def _call(self, reply: Reply, delta: ToolCallDelta, request: SpeechRequest) -> None:
-        tools, name = self._tools, delta.name
-        spec = tools.server_of(name, self._functions) if tools is not None and name else None
-        if spec is None:
-            reply.call(delta)
-            return
-        approval = spec.needs_approval(delta.name or "")
-        reply.call(delta, server=spec.label, approval=approval)
-        assert self._tools is not None
-        after_s = self._tools.settings.filler_after_ms / 1000
-        waits = reply.modality == "audio" and not approval and after_s > 0
-        if waits and reply.response_id not in self._fillers:
-            say = functools.partial(self._say, reply, request, FILLER)
-            self._fillers[reply.response_id] = Filler(say, after_s)
-
-    async def _settle_filler(self, reply: Reply) -> None:
-        filler = self._fillers.pop(reply.response_id, None)
-        if filler is not None:
-            await filler.settle()
-
-    async def _run_calls(self, reply: Reply, request: SpeechRequest) -> bool:
-        """Run the servers' calls the LLM just made; True if it should go on with their
-        results. A call that needs approval is asked about, and the reply ends there."""
-        run, ask = reply.server_calls()
-        if self._tools is None or not (run or ask):
-            return False
-        for call in ask:
-            request_id = reply.ask(call)
-            self._tools.ask_approval(request_id, Pending(call.server, call.name, call.arguments))
-        for n, call in enumerate(run):
-            if not await self._run_call(reply, request, call):
-                for left in run[n + 1 :]:  # not run: ended, not left hanging
-                    error = {"type": "protocol_error", "code": -32000,
-                             "message": "not run: a call before it failed"}  # fmt: skip
-                    reply.running(left)
-                    reply.ran(replace(left, error=error))
-                return False
-        return bool(run) and not ask and not reply.calls_client
-
-    async def _run_approved(
-        self, reply: Reply, request: SpeechRequest, approved: ApprovedCall
-    ) -> bool:
-        start = ToolCallDelta(0, call_id=new_id("call"), name=approved.name)
-        reply.call(start, server=approved.server, approved=approved.request_id)
-        reply.call(ToolCallDelta(0, arguments=approved.arguments), server=approved.server)
-        if not await self._run_calls(reply, request):
-            return False
-        reply.next_round()
-        return True
-
-    async def _run_call(self, reply: Reply, request: SpeechRequest, call: msg.FunctionCall) -> bool:
-        """One call; on failure the user is told, and False returned (the reply ends)."""
-        assert self._tools is not None
-        reply.running(call)
-        try:
-            # A barge-in cancels this task, and so the call.
-            output = await self._tools.call(call.server, call.name, call.arguments)
-        except ToolFailure as exc:
-            log.warning("mcp call %s.%s failed: %s", call.server, call.name, exc,
-                        extra={"session_id": self._session_id})  # fmt: skip
-            reply.ran(replace(call, error=exc.as_error()))
-            await self._settle_filler(reply)
-            await self._say(reply, request, unreachable(call.server, exc))
-            return False
-        reply.ran(replace(call, output=output))
-        return True
 
     async def _say(self, reply: Reply, request: SpeechRequest, text: str) -> None:
         """A line of the reply said as it is (or written, in a text reply)."""
