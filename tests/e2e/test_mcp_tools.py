@@ -97,6 +97,14 @@ async def events_until(
     return seen
 
 
+async def ask_typed(conn: AsyncRealtimeConnection, question: str) -> None:
+    await conn.conversation.item.create(
+        item={"type": "message", "role": "user",
+              "content": [{"type": "input_text", "text": question}]}
+    )  # fmt: skip
+    await conn.response.create()
+
+
 async def test_a_client_names_an_mcp_server_and_the_agent_says_its_result(
     tools_server: ServerProcess, mcp_server: McpHttpServer
 ) -> None:
@@ -124,11 +132,7 @@ async def test_a_client_names_an_mcp_server_and_the_agent_says_its_result(
         assert [tool.name for tool in item.tools] == ["order_status"]
         assert "mcp_list_tools.completed" in [e.type for e in seen]
 
-        await conn.conversation.item.create(
-            item={"type": "message", "role": "user",
-                  "content": [{"type": "input_text", "text": "Where is my order 42?"}]}
-        )  # fmt: skip
-        await conn.response.create()
+        await ask_typed(conn, "Where is my order 42?")
         seen = await events_until(conn, "response.done")
     kinds = [e.type for e in seen]
     assert "error" not in kinds, seen
@@ -164,11 +168,7 @@ async def test_a_call_that_needs_approval_runs_once_the_client_approves(
                      "output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
         )  # fmt: skip
         await events_until(conn, "session.updated")
-        await conn.conversation.item.create(
-            item={"type": "message", "role": "user",
-                  "content": [{"type": "input_text", "text": "Where is my order 42?"}]}
-        )  # fmt: skip
-        await conn.response.create()
+        await ask_typed(conn, "Where is my order 42?")
         asked = (await events_until(conn, "response.done"))[-1].response  # type: ignore[union-attr]
         (request,) = asked.output
         assert (request.type, request.name) == ("mcp_approval_request", "order_status")
