@@ -37,6 +37,15 @@ def finished(vllm: VllmServer, reason: str) -> float:
     return vllm.metric(FINISHED, finished_reason=reason, model_name=SERVED_NAME)
 
 
+def engine_steps(vllm: VllmServer) -> float:
+    """Steps vLLM's engine has run (each one observes its token count once)."""
+    return vllm.metric("vllm:iteration_tokens_total_count", model_name=SERVED_NAME)
+
+
+def generated(vllm: VllmServer) -> float:
+    return vllm.metric("vllm:generation_tokens_total", model_name=SERVED_NAME)
+
+
 def served(vllm: VllmServer) -> float:
     """Requests vLLM has finished, for any reason."""
     return vllm.metric(FINISHED, model_name=SERVED_NAME)
@@ -199,17 +208,17 @@ async def test_sessions_asking_at_once_are_batched_by_vllm(
         text_session(vllm_agent, 160) as c,
         text_session(vllm_agent, 160) as d,
     ):
-        asking = asyncio.gather(*(s.ask(LONG) for s in (a, b, c, d)))
-        running_seen = 0.0
-        while not asking.done():
-            running_seen = max(running_seen, vllm.metric("vllm:num_requests_running"))
-            await asyncio.sleep(0.05)
-        replies = await asking
+        steps_before, tokens_before = engine_steps(vllm), generated(vllm)
+        replies = await asyncio.gather(*(s.ask(LONG) for s in (a, b, c, d)))
+        steps, tokens = engine_steps(vllm) - steps_before, generated(vllm) - tokens_before
     assert [r["status"] for r in replies] == ["completed"] * sessions
     assert all(words(reply_text(r)) for r in replies)
     assert served(vllm) == before + sessions
-    assert running_seen > 1, "vLLM ran the sessions' requests in one batch"
-    EVIDENCE.append(f"{sessions} sessions at once: vLLM ran up to {running_seen:.0f} together")
+    # A step gives each request in it at most one token, so one request at a time needs a step
+    # per token: fewer steps than tokens means vLLM decoded requests side by side. (vLLM counts
+    # a step before it yields to /metrics, so the last one is in.)
+    assert steps < tokens, f"vLLM made {tokens:.0f} tokens in {steps:.0f} steps: one at a time"
+    EVIDENCE.append(f"{sessions} sessions at once: {tokens:.0f} tokens in {steps:.0f} vLLM steps")
 
 
 async def test_a_spoken_conversation_over_webrtc_with_vllm(
