@@ -128,6 +128,10 @@ class Responder(Protocol):
         """`text` spoken, as is; None from a responder with no voice of its own."""
         ...
 
+    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
+        """The start of the next reply's prompt, for the LLM to read while it is idle."""
+        ...
+
 
 class AgentResponder:
     def __init__(
@@ -161,6 +165,9 @@ class AgentResponder:
         return await self._tts.synthesize(
             text, voice=voice, speed=speed, urgent=True, language=language
         )
+
+    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
+        await self._llm.read_ahead(as_told(prompt, model=self._llm.model_name, tools=False))
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         async with contextlib.aclosing(self._stream(request)) as deltas:
@@ -357,6 +364,9 @@ class EchoResponder:
             yield Piece("", Speech(samples[start : start + ECHO_PIECE_SAMPLES], 16_000))
 
     async def say(self, text: str, voice: str, speed: float, language: str = "") -> Speech | None:
+        return None
+
+    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
         return None
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:

@@ -56,6 +56,15 @@ class Gate:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @property
+    def busy(self) -> bool:
+        return self._free < self.concurrency or bool(self._waiters)
+
+    def alone(self) -> bool:
+        """Whether a call holding this gate is all the engines' work: nothing runs or waits
+        at another gate, and nothing waits at this one (read from any thread)."""
+        return not self._waiters and not any(g.busy for g in list(Gate.live) if g is not self)
+
     @classmethod
     def anyone_waiting(cls) -> bool:
         """Whether a call waits at any engine's gate: work added now delays it."""

@@ -46,6 +46,11 @@ class ChatLLM(Protocol):
         request used."""
         ...
 
+    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+        """Read the start of a prompt to come while the engine is idle, so that its turn
+        reads only what is new (a no-op where the LLM server caches prefixes itself)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -179,6 +184,9 @@ class OpenAICompatLLM:
                 code="llm_unavailable",
             ) from exc
 
+    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+        """vLLM caches prompt prefixes itself, and reading ahead would cost a request."""
+
     async def aclose(self) -> None:
         await self._client.aclose()
 
@@ -247,6 +255,9 @@ def _count(chunk: dict[str, Any], tokens: TokenCount | None) -> None:
         return
     tokens.prompt += int(usage.get("prompt_tokens") or 0)
     tokens.completion += int(usage.get("completion_tokens") or 0)
+    details = usage.get("prompt_tokens_details")  # vLLM's, with --enable-prompt-tokens-details
+    if isinstance(details, dict):
+        tokens.cached += int(details.get("cached_tokens") or 0)
 
 
 def choice_deltas(chunk: dict[str, Any]) -> list[Delta]:

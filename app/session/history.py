@@ -138,23 +138,24 @@ class History:
         message.interrupted = True
 
     def prompt(
-        self, instructions: str, *, limit: int, truncation: Truncation = "auto"
+        self, instructions: str, *, limit: int, truncation: Truncation = "auto", coming: int = 0
     ) -> list[ChatMessage]:
         """What the LLM sees: the instructions as its system prompt, then at most
         `limit` messages of the conversation, interrupted replies exactly as far as
         they were heard. Raises ConversationTooLong if more would be needed and
-        truncation is disabled."""
+        truncation is disabled. `coming`: messages still to be added, whose room is
+        kept: the start of the prompt they will end."""
         said = [m for m in self._messages if m.content or self._answered(m)]
-        if len(said) > limit:
+        if len(said) + coming > limit:
             if truncation == "disabled":
                 raise ConversationTooLong(
                     f"the conversation has {len(said)} messages, more than the {limit} a "
                     "prompt holds, and truncation is disabled; delete items or enable it"
                 )
             ratio = AUTO_RETENTION if isinstance(truncation, str) else truncation
-            start = _window_start(self._added, limit, ratio)
+            start = _window_start(self._added + coming, limit, ratio)
             said = [m for m in said if m.seq >= start]
-            said = said[-limit:]
+            said = said[max(0, len(said) + coming - limit) :]
         conversation: list[ChatMessage] = []
         for m in said:
             if m.call is not None:

@@ -460,6 +460,7 @@ class Session:
 
     async def _close(self) -> None:
         self._idle.cancel()
+        self._answerer.close()
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()

@@ -25,6 +25,7 @@ class Usage:
         self.replies += other.replies
         self.tokens.prompt += other.tokens.prompt
         self.tokens.completion += other.tokens.completion
+        self.tokens.cached += other.tokens.cached
 
     def snapshot(self) -> dict[str, float | int]:
         return {
@@ -33,5 +34,6 @@ class Usage:
             "turns": self.turns,
             "replies": self.replies,
             "llm_tokens_in": self.tokens.prompt,
+            "llm_tokens_in_cached": self.tokens.cached,
             "llm_tokens_out": self.tokens.completion,
         }

@@ -48,3 +48,4 @@ class TokenCount:
 
     prompt: int = 0
     completion: int = 0
+    cached: int = 0  # of `prompt`, those the engine had read already (its prefix cache)

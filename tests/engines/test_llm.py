@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.config import LlmSettings
+from app.engines.gate import Gate
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm import OpenAICompatLLM
 from app.errors import EngineError
@@ -114,6 +116,40 @@ async def test_embedded_llama_streams_and_survives_a_cancelled_generation(
         await llm.aclose()
     assert len(threads) == 3 and len(set(threads)) == 1, threads
     assert threading.get_ident() not in threads
+
+
+async def test_the_embedded_model_reads_the_next_prompt_ahead_while_idle() -> None:
+    """The reply as heard is not the reply as generated ("Paris." for "The capital of France
+    is Paris."): read ahead, the next turn reads only the user's words; not while another
+    engine works."""
+    llm = LlamaCppLLM(LlmSettings(max_tokens=24))
+    heard: list[ChatMessage] = [
+        *QUESTION,
+        {"role": "assistant", "content": "Paris, on the Seine, is the capital of France."},
+    ]
+    then: list[ChatMessage] = [*heard, {"role": "user", "content": "And of Italy?"}]
+    try:
+        await collect(llm, QUESTION)  # the context holds the reply as generated
+        unread = TokenCount()
+        [_ async for _ in llm.stream(then, max_tokens=1, tokens=unread)]
+        await collect(llm, QUESTION)
+        busy, release = Gate("busy", 1), threading.Event()
+        working = asyncio.create_task(busy.run(release.wait))
+        await asyncio.sleep(0.05)
+        kept = llm._llama.n_tokens
+        await llm.read_ahead(heard)
+        assert llm._llama.n_tokens == kept, "nothing read while Whisper or Kokoro works"
+        release.set()
+        await working
+        await llm.read_ahead(heard)
+        read = TokenCount()
+        [_ async for _ in llm.stream(then, max_tokens=1, tokens=read)]
+    finally:
+        await llm.aclose()
+    assert read.prompt == unread.prompt
+    new = len(llm._llama.tokenize(b"<|im_start|>user\nAnd of Italy?<|im_end|>\n", special=True))
+    assert read.prompt - read.cached <= new + 3, (read, new)  # and "assistant\n"
+    assert unread.prompt - unread.cached > new + 10, unread
 
 
 def test_on_a_cpu_with_amx_llama_keeps_its_weights_unrepacked(

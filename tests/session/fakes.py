@@ -98,6 +98,7 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.prompts: list[list[ChatMessage]] = []
+        self.read_ahead_prompts: list[list[ChatMessage]] = []  # what read_ahead was given
         self.max_tokens: list[int | None] = []
         self.tools: list[tuple[list[Tool] | None, ToolChoice | None]] = []
         self.arguments = ['{"city": ', '"Paris"}']  # what its tool calls carry
@@ -151,6 +152,9 @@ class FakeLLM:
         finally:
             if not finished:
                 self.closed_early += 1
+
+    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+        self.read_ahead_prompts.append(messages)
 
     async def aclose(self) -> None: ...
 

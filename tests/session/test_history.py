@@ -72,6 +72,16 @@ def test_truncation_keeps_the_prompt_within_its_limit() -> None:
     assert [m.item_id for m in small.messages()] == ["item_2", "item_3", "item_4"]
 
 
+def test_a_prompt_to_come_starts_as_it_will_once_its_messages_are_added() -> None:
+    # What the LLM reads ahead: the prompt's start once `coming` messages are added, where
+    # the window moves (10 -> 12 messages at a limit of 10) and where it does not.
+    for count in (8, 10, 12, 15):
+        start = conversation(count).prompt("x", limit=10, coming=2)
+        later = conversation(count + 2).prompt("x", limit=10)
+        assert start == later[:-2], count
+    assert said(conversation(10).prompt("x", limit=10, coming=2)) == [6, 7, 8, 9]
+
+
 def test_the_users_speech_is_kept_for_the_newest_items_only() -> None:
     history = History(max_items=100)
     second = bytes(32_000)

@@ -56,13 +56,13 @@ def test_the_ledger_totals_live_and_ended_sessions_and_keeps_the_last_ones() -> 
     ledger = UsageLedger(keep=2)
     for n in range(3):
         usage = Usage(audio_in_samples=16_000, turns=1, replies=1)
-        usage.tokens.prompt, usage.tokens.completion = 10, 5
+        usage.tokens.prompt, usage.tokens.completion, usage.tokens.cached = 10, 5, 4
         ledger.ended(SessionUsage(f"sess_{n}", "webrtc", 100.0 + n, usage, ended_at=110.0 + n))
     live = SessionUsage("sess_live", "sip", 200.0, Usage(audio_in_samples=8_000))
     report = ledger.report([live])
     assert report["total"] == {
         "audio_in_s": 3.5, "audio_out_s": 0.0, "turns": 3, "replies": 3,
-        "llm_tokens_in": 30, "llm_tokens_out": 15,
+        "llm_tokens_in": 30, "llm_tokens_in_cached": 12, "llm_tokens_out": 15,
     }  # fmt: skip
     sessions = report["sessions"]
     assert isinstance(sessions, list)

@@ -71,6 +71,7 @@ class Answerer:
         self._emit = emit
         self._usage = usage
         self._calls = ServerCalls(session_id, tools, self._say)
+        self._ahead: asyncio.Task[None] | None = None  # the LLM reading the next prompt
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -281,7 +282,36 @@ class Answerer:
             failure = f"internal error: {type(exc).__name__}"
         finally:
             self._calls.drop_filler(reply)
+        if failure is None and reply.text:
+            self._read_ahead(options, reply.text)
         await reply.finish_playing(failure)
+
+    def _read_ahead(self, options: SessionOptions, said: str) -> None:
+        """While the reply plays, the LLM reads the next turn's prompt up to the user's
+        words: the reply as it will be in history (not as the LLM wrote it, which the
+        spoken form changes), and a conversation whose oldest messages drop out (which
+        otherwise it would read whole at the next turn). Not with tools, whose rounds
+        each give the LLM another prompt."""
+        if options.tools or options.servers or (self._ahead and not self._ahead.done()):
+            return
+        try:
+            start = self._history.prompt(
+                options.instructions,
+                limit=self._prompt_limit,
+                truncation=options.truncation,
+                coming=2,  # this reply, and the user's next words
+            )
+        except ConversationTooLong:
+            return
+        ahead: list[ChatMessage] = [*start, {"role": "assistant", "content": said}]
+        self._ahead = asyncio.create_task(
+            self._responder.read_ahead(ahead), name=f"{self._session_id}:read-ahead"
+        )
+        self._ahead.add_done_callback(_read_ahead_ended)
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.cancel()
 
     def _new_reply(self, job: Job, modality: msg.Modality, response_id: str | None = None) -> Reply:
         assert job.task is not None, "a job is answered in its own task"
@@ -387,6 +417,11 @@ class Answerer:
         if speech is not None:
             resampler = Resampler(reply.rate)
             await reply.play(resampler.pcm(speech.samples, speech.rate) + resampler.flush(), text)
+
+
+def _read_ahead_ended(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("reading the next prompt ahead failed: %r", task.exception())
 
 
 async def _ended(turn: UserTurn | None) -> None:
