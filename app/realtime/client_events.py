@@ -9,11 +9,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 
 from app.events.client import BadEvent, ClientEvent
 from app.events.client import event_id_of as event_id_of
-from app.realtime.session_config import TURN_DETECTION_TAGS, SessionConfig
+from app.realtime.session_config import (
+    TURN_DETECTION_TAGS,
+    NamedFunction,
+    SessionConfig,
+    client_tools,
+)
+from app.tools.specs import AnyTool
 
 
 class SessionUpdate(ClientEvent):
@@ -123,6 +138,9 @@ class ResponseOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     instructions: str | None = None
+    # For this response only: the session's own stay as they are.
+    tools: Annotated[list[AnyTool] | None, BeforeValidator(client_tools)] = None
+    tool_choice: Literal["auto", "none", "required"] | NamedFunction | None = None
 
 
 class ResponseCreate(ClientEvent):

@@ -26,6 +26,7 @@ from app.realtime.session_config import (
     RATE,
     describe,
     formats,
+    response_changes,
     to_changes,
 )
 from app.session import refusals
@@ -213,8 +214,11 @@ class RealtimeDialect:
                 session.items.delete(item_id)
             case cmd.ItemTruncate(item_id=item_id, audio_end_ms=audio_end_ms):
                 session.items.truncate(item_id, audio_end_ms)
-            case cmd.ResponseCreate(response=options):
-                session.create_response(options.instructions if options else None)
+            case cmd.ResponseCreate(response=cmd.ResponseOptions() as options):
+                changes = response_changes(options.tools, options.tool_choice)
+                session.create_response(options.instructions, changes)
+            case cmd.ResponseCreate():
+                session.create_response()
             case cmd.ResponseCancel(response_id=response_id):
                 session.cancel_response(response_id)
             case cmd.OutputAudioClear():

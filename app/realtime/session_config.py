@@ -30,7 +30,7 @@ from app.session.options import (
     TurnDetectionChange,
 )
 from app.session.refusals import OptionError
-from app.tools.specs import AnyTool, tool_set
+from app.tools.specs import AnyTool, ToolSet, tool_set
 from app.vocab.chat import Tool, ToolChoice
 from app.vocab.languages import AUTO, unknown_language
 
@@ -46,6 +46,9 @@ PARAMS = {
     "output_modalities": "session.output_modalities",
     "instructions": "session.instructions",
     "tools": "session.tools",
+    "tool_choice": "session.tool_choice",
+    "response.tools": "response.tools",
+    "response.tool_choice": "response.tool_choice",
     "language": "session.audio.input.transcription.language",
 }
 LOGPROBS = "item.input_audio_transcription.logprobs"
@@ -166,7 +169,7 @@ class Audio(_Strict):
     output: AudioOutput | None = None
 
 
-def _client_tools(tools: Any) -> Any:
+def client_tools(tools: Any) -> Any:
     """Function and mcp tools only, an mcp tool by URL only; a tool without a type is a
     function, as OpenAI's API takes it."""
     if not isinstance(tools, list):
@@ -222,7 +225,7 @@ class SessionConfig(_Strict):
     prompt: dict[str, Any] | None = None
     reasoning: dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    tools: Annotated[list[AnyTool] | None, BeforeValidator(_client_tools)] = None
+    tools: Annotated[list[AnyTool] | None, BeforeValidator(client_tools)] = None
     tool_choice: Literal["auto", "none", "required"] | NamedFunction | None = None
 
 
@@ -238,10 +241,7 @@ def to_changes(config: SessionConfig) -> OptionChanges:
     audio_in = audio.input or AudioInput()
     audio_out = audio.output or AudioOutput()
     given = audio_in.model_fields_set
-    try:
-        given_tools = None if config.tools is None else tool_set(config.tools)
-    except ValueError as exc:
-        raise OptionError(str(exc), "tools") from None
+    given_tools = _tool_set(config.tools, "tools")
     return OptionChanges(
         instructions=config.instructions,
         voice=audio_out.voice,
@@ -261,6 +261,28 @@ def to_changes(config: SessionConfig) -> OptionChanges:
         noise_reduction=_noise_reduction(audio_in) if "noise_reduction" in given else None,
         language=audio_in.transcription.language if audio_in.transcription else None,
     )
+
+
+def response_changes(
+    tools: list[AnyTool] | None, tool_choice: str | NamedFunction | None
+) -> OptionChanges | None:
+    """A response's own tools and tool_choice (response.create), as changes to the
+    session's options for that response alone; None where it has neither."""
+    if tools is None and tool_choice is None:
+        return None
+    given = _tool_set(tools, "response.tools")
+    return OptionChanges(
+        tools=None if given is None else given.functions,
+        servers=None if given is None else given.servers,
+        tool_choice=_chat_tool_choice(tool_choice),
+    )
+
+
+def _tool_set(tools: list[AnyTool] | None, where: str) -> ToolSet | None:
+    try:
+        return None if tools is None else tool_set(tools)
+    except ValueError as exc:
+        raise OptionError(str(exc), where) from None
 
 
 def _noise_reduction(audio_in: AudioInput) -> NoiseReductionKind:

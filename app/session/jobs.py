@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from app.agent.timings import TurnTimings
 from app.ids import new_id
+from app.session.options import SessionOptions
 from app.session.speaking.reply import Reply
 from app.vocab.speech import Transcript
 
@@ -80,11 +81,17 @@ class ReplyRequest(Job):
     been quiet past the idle timeout (`nudge`)."""
 
     def __init__(
-        self, session_id: str, instructions: str | None = None, *, nudge: bool = False
+        self,
+        session_id: str,
+        instructions: str | None = None,
+        *,
+        nudge: bool = False,
+        options: SessionOptions | None = None,
     ) -> None:
         super().__init__(session_id, TurnTimings())
         self.instructions = instructions  # replaces the session's for this reply
         self.nudge = nudge
+        self.options = options  # this reply's own (response.create's tools), if any
 
 
 class Announcement(Job):
@@ -103,9 +110,18 @@ class ApprovedCall(Job):
     request's item): run it, then answer with its result."""
 
     def __init__(
-        self, session_id: str, request_id: str, server: str, name: str, arguments: str
+        self,
+        session_id: str,
+        request_id: str,
+        server: str,
+        name: str,
+        arguments: str,
+        options: SessionOptions | None = None,
     ) -> None:
+        """`options`: those of the reply that asked, where its response had tools of its
+        own (the server may be one of them)."""
         super().__init__(session_id, TurnTimings())
+        self.options = options
         self.request_id = request_id
         self.server = server
         self.name = name

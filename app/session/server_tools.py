@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from app.config.tools import ToolsSettings
 from app.ids import new_id
 from app.session import messages as msg
+from app.session.options import SessionOptions
 from app.tools.mcp_link import McpLink, ServerTool, ToolFailure
 from app.tools.servers import ToolServers
 from app.tools.specs import McpSpec
@@ -37,11 +38,13 @@ class _Server:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A call waiting for the client's approval."""
+    """A call waiting for the client's approval; `options`: those of the reply that asked,
+    where its response had tools of its own."""
 
     server: str
     name: str
     arguments: str
+    options: SessionOptions | None = None
 
     @property
     def call(self) -> tuple[str, str, str]:
@@ -62,6 +65,7 @@ class ServerTools:
         self._last_item_id = last_item_id
         self._by_label: dict[str, _Server] = {}
         self._approvals: dict[str, Pending] = {}  # by the request's item id
+        self._borrowed: set[str] = set()  # labels whose server is another set's
 
     @property
     def settings(self) -> ToolsSettings:
@@ -72,6 +76,20 @@ class ServerTools:
         Live session's Responses backend, which words its calls itself)."""
         return ServerTools(f"{self._session_id}:{name}", self._servers, lambda _: None,
                            lambda: None)  # fmt: skip
+
+    def for_reply(self, specs: tuple[McpSpec, ...]) -> ServerTools:
+        """A reply's own servers (its response.create named tools): those the session has
+        already, as listed; the others listed now, told to the client as the session's
+        are, and let go with aclose(). Approvals are asked of the session."""
+        own = ServerTools(self._session_id, self._servers, self._emit, self._last_item_id)
+        own._approvals = self._approvals
+        for spec in specs:
+            have = self._by_label.get(spec.label)
+            if have is not None and have.spec == spec:
+                own._by_label[spec.label] = have
+                own._borrowed.add(spec.label)
+        own.use(specs)
+        return own
 
     def refused(self, specs: tuple[McpSpec, ...]) -> str | None:
         """Why the session may not use these servers, before any connection is made."""
@@ -173,18 +191,23 @@ class ServerTools:
         return self._approvals.pop(request_id, None)
 
     def _drop(self, server: _Server) -> None:
+        label = server.spec.label
+        if label in self._borrowed:  # the session's own, which it lets go itself
+            self._borrowed.discard(label)
+            return
         if server.listing is not None:
             server.listing.cancel()
         # An approval asked for the server it was: not for another under its label.
-        label = server.spec.label
-        self._approvals = {k: p for k, p in self._approvals.items() if p.server != label}
+        for request_id in [k for k, p in self._approvals.items() if p.server == label]:
+            del self._approvals[request_id]
         if not server.spec.operator:
             task = asyncio.create_task(server.link.aclose(), name=f"mcp-close:{server.spec.label}")
             _closing.add(task)
             task.add_done_callback(_closing.discard)
 
     async def aclose(self) -> None:
-        servers, self._by_label = list(self._by_label.values()), {}
+        mine = [s for label, s in self._by_label.items() if label not in self._borrowed]
+        servers, self._by_label = mine, {}
         for server in servers:
             if server.listing is not None:
                 server.listing.cancel()

@@ -273,15 +273,30 @@ class Session:
         self._turns.reset()
         self._speculation.abandon()
 
-    def create_response(self, instructions: str | None = None) -> None:
-        """Answer from the conversation as it stands; `instructions` for this reply only."""
+    def create_response(
+        self, instructions: str | None = None, changes: OptionChanges | None = None
+    ) -> None:
+        """Answer from the conversation as it stands; `instructions` for this reply only,
+        and `changes` (its tools and tool_choice) too. OptionError names a change as
+        `response.<option>`."""
         if not self._responder.answers_text:
             raise CannotAnswerText(
                 "the echo agent only plays back what it hears; it cannot answer text"
             )
         if self.busy:
             raise ResponseInProgress("a response is already in progress")
-        self._enqueue(ReplyRequest(self.id, instructions))
+        own = None
+        if changes is not None:
+            try:
+                own = changed_options(
+                    self.options, changes, self._settings, self._responder, self._turn_model
+                )
+            except OptionError as exc:
+                raise OptionError(str(exc), f"response.{exc.option}") from None
+            # Before any connection is made, as for the session's.
+            if (refused := self.tools.refused(own.servers)) is not None:
+                raise OptionError(refused, "response.tools")
+        self._enqueue(ReplyRequest(self.id, instructions, options=own))
 
     def announce(self, text: str = "", audio24k: bytes | None = None) -> str:
         """Say `text` as it is, or play `audio24k` (24 kHz mono s16), after any reply in
@@ -313,7 +328,7 @@ class Session:
         self._emit(msg.ApprovalAnswered(item_id or new_id("item"), request_id, approve, reason,
                                         previous))  # fmt: skip
         if approve:
-            self._enqueue(ApprovedCall(self.id, request_id, *pending.call))
+            self._enqueue(ApprovedCall(self.id, request_id, *pending.call, pending.options))
 
     def clear_output(self) -> None:
         """Stop the reply's audio (and so the reply)."""

@@ -185,6 +185,33 @@ async def test_a_call_that_needs_approval_runs_once_the_client_approves(
     assert "tuesday" in message.content[0].text.lower()
 
 
+async def test_a_response_names_its_own_mcp_server(
+    tools_server: ServerProcess, mcp_server: McpHttpServer
+) -> None:
+    sdk = AsyncOpenAI(base_url=f"{tools_server.url}/v1", api_key="sk-anything")
+    async with sdk.realtime.connect(model="embedded") as conn:
+        await events_until(conn, "session.created")
+        await conn.session.update(
+            session={"type": "realtime", "output_modalities": ["text"],
+                     "audio": {"input": {"turn_detection": None}}}
+        )  # fmt: skip
+        await events_until(conn, "session.updated")
+        await conn.conversation.item.create(
+            item={"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "Where is my order 42?"}]}
+        )  # fmt: skip
+        orders = {"type": "mcp", "server_label": "orders", "server_url": mcp_server.url,
+                  "allowed_tools": ["order_status"], "require_approval": "never"}  # fmt: skip
+        await conn.response.create(response={"tools": [orders]})  # type: ignore[list-item]
+        seen = await events_until(conn, "response.done")
+    kinds = [e.type for e in seen]
+    assert "error" not in kinds and "mcp_list_tools.completed" in kinds, kinds
+    call, message = seen[-1].response.output  # type: ignore[union-attr]
+    assert (call.type, call.server_label) == ("mcp_call", "orders")
+    assert call.output == "Order 42 has shipped and arrives on Tuesday."
+    assert "tuesday" in message.content[0].text.lower()
+
+
 async def test_a_server_not_allowed_is_refused_and_hears_nothing(
     tools_server: ServerProcess,
 ) -> None:
@@ -201,6 +228,10 @@ async def test_a_server_not_allowed_is_refused_and_hears_nothing(
             error = (await events_until(conn, "error"))[-1]
             assert error.error.param == "session.tools", error  # type: ignore[union-attr]
             assert "not one this server allows" in error.error.message  # type: ignore[union-attr]
+            await conn.response.create(response={"tools": [  # type: ignore[list-item]
+                {"type": "mcp", "server_label": "x", "server_url": named}]})  # fmt: skip
+            error = (await events_until(conn, "error"))[-1]
+            assert error.error.param == "response.tools", error  # type: ignore[union-attr]
     finally:
         other.stop()
     assert other.requests == 0

@@ -216,3 +216,47 @@ async def test_a_client_function_of_the_same_name_stays_the_clients(
     (call,) = sent.nth(msg.ReplyEnded).calls
     assert call.server == "" and not sent.of(msg.ServerCallRunning), "the client runs it"
     assert [t["function"]["name"] for t in engines.llm.tools[0][0] or []] == ["order_status"]
+
+
+async def test_a_response_uses_its_own_servers_for_itself_alone(mcp_server: McpHttpServer) -> None:
+    # response.create's tools: listed for the response, called, and let go after it; the
+    # session's stay as they were. Its call that needs approval still runs once approved.
+    session, sent, _, engines = make_session(tools=servers(filler_after_ms=5000))
+    assert isinstance(engines.llm, FakeLLM)
+    engines.llm.arguments = ['{"order": "7"}']
+    session.items.add("user", "Where is order 7?")
+    own = OptionChanges(tools=(), servers=(orders(mcp_server.url),))
+    session.create_response(changes=own)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    (call,) = ended.calls
+    assert call.output == "Order 7 has shipped and arrives on Tuesday."
+    assert [t["name"] for t in sent.nth(msg.ToolsListed).tools] == ["order_status"]
+    assert session.options.servers == () and session.tools.server_of("order_status") is None
+    session.items.add("user", "Thanks.")
+    session.create_response()
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    assert engines.llm.tools[-1] == (None, "auto"), "the next response has no tools"
+
+    asking = OptionChanges(tools=(), servers=(orders(mcp_server.url, approval="always"),))
+    session.create_response(changes=asking)
+    await wait_for(sent, msg.ReplyEnded, count=3)
+    (request,) = sent.nth(msg.ReplyEnded, 2).approvals
+    session.approve(request.item_id, approve=True)
+    await wait_for(sent, msg.ReplyEnded, count=4)
+    (approved,) = sent.nth(msg.ReplyEnded, 3).calls
+    assert approved.approval_request_id == request.item_id
+    assert approved.output == "Order 7 has shipped and arrives on Tuesday."
+
+
+async def test_a_response_naming_a_url_not_allowed_is_refused_before_any_request(
+    mcp_server: McpHttpServer,
+) -> None:
+    session, sent, _, _ = make_session(tools=ToolServers(ToolsSettings()))
+    before = mcp_server.requests
+    session.items.add("user", "Where is order 7?")
+    with pytest.raises(OptionError, match="not one this server allows") as refused:
+        session.create_response(changes=OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    assert refused.value.option == "response.tools"
+    assert mcp_server.requests == before and not sent.of(msg.ToolsListing)
+    assert not session.busy, "no response was started"

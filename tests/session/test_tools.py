@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from app.session import messages as msg
 from app.session.options import OptionChanges
+from app.session.refusals import OptionError
 from tests.session.fakes import FakeLLM, FakeTTS, kinds, make_session, noise, silence, wait_for
 from tests.session.test_bargein import play_script
 
@@ -53,6 +56,24 @@ async def test_a_tool_round_trip() -> None:
     assert engines.llm.tools[-1] == ([WEATHER], "none"), (
         "forced to call in answer to the user, not in answer to the call's own result"
     )
+
+
+async def test_a_response_offers_its_own_functions_to_itself_alone() -> None:
+    session, sent, _, engines = make_session()
+    assert isinstance(engines.llm, FakeLLM)
+    session.items.add("user", "Weather in Paris?")
+    with pytest.raises(OptionError) as refused:
+        session.create_response(changes=OptionChanges(tool_choice=FORCED))
+    assert refused.value.option == "response.tool_choice", "no such function here"
+    session.create_response(changes=OptionChanges(tools=(WEATHER,), tool_choice=FORCED))
+    await wait_for(sent, msg.ReplyEnded)
+    assert engines.llm.tools[0] == ([WEATHER], FORCED)
+    (call,) = sent.nth(msg.ReplyEnded).calls
+    assert call.name == "get_weather" and session.options.tools == ()
+    session.items.add_tool_output(call.call_id, "Sunny.")
+    session.create_response()
+    await wait_for(sent, msg.ReplyEnded, count=2)
+    assert engines.llm.tools[1] == (None, "auto"), "the session's own, which are none"
 
 
 async def test_a_barge_in_during_a_call_cuts_it() -> None:

@@ -70,6 +70,7 @@ class Answerer:
         self._audio = audio
         self._emit = emit
         self._usage = usage
+        self._tools = tools
         self._calls = ServerCalls(session_id, tools, self._say)
         self._ahead: asyncio.Task[None] | None = None  # the LLM reading the next prompt
 
@@ -77,13 +78,35 @@ class Answerer:
         """Runs as `job.task`."""
         if isinstance(job, UserTurn):
             await self._answer_turn(job, options)
-        elif isinstance(job, ReplyRequest):
-            await self._reply(job, options)
         elif isinstance(job, Announcement):
             await self._announce(job, options)
-        elif isinstance(job, ApprovedCall):
-            self._new_reply(job, "text" if options.text_only else "audio")
-            await self._respond(job, options, None, lambda: self._prompt(options, []), job)
+        elif not isinstance(job, (ReplyRequest, ApprovedCall)):
+            raise TypeError(f"no answer for a {type(job).__name__}")
+        elif job.options is None:
+            await self._requested(job, options, self._calls)
+        else:
+            own, tools = job.options, self._tools
+            # Servers the response named, not the session: listed for it, let go after it.
+            apart = tools is not None and own.servers != options.servers
+            if tools is not None and apart:
+                tools = tools.for_reply(own.servers)
+            try:
+                await self._requested(job, own, ServerCalls(self._session_id, tools,
+                                                            self._say, own))  # fmt: skip
+            finally:
+                if tools is not None and apart:
+                    await tools.aclose()
+
+    async def _requested(
+        self, job: ReplyRequest | ApprovedCall, options: SessionOptions, calls: ServerCalls
+    ) -> None:
+        """A reply the client asked for, or the one after a call it approved; `options`:
+        the reply's own, where its response has them."""
+        if isinstance(job, ReplyRequest):
+            await self._reply(job, options, calls)
+            return
+        self._new_reply(job, "text" if options.text_only else "audio")
+        await self._respond(job, options, None, lambda: self._prompt(options, []), calls, job)
 
     def report(self, task: asyncio.Task[None]) -> None:
         """A job's task is over: tell the client if it failed outside a reply."""
@@ -116,7 +139,7 @@ class Answerer:
             def unheard() -> list[ChatMessage]:
                 raise failed
 
-            await self._respond(turn, options, turn, unheard)
+            await self._respond(turn, options, turn, unheard, self._calls)
             return
         said: list[ChatMessage] = []
         if heard is not None:
@@ -133,7 +156,9 @@ class Answerer:
                 return
             if heard.text:
                 said = [{"role": "user", "content": heard.text}]
-        await self._respond(turn, options, turn, lambda: self._prompt(options, said, turn=turn))
+        await self._respond(
+            turn, options, turn, lambda: self._prompt(options, said, turn=turn), self._calls
+        )
 
     def _owed(self) -> bool:
         """The user's last words were never answered: their reply was taken over by more
@@ -144,12 +169,14 @@ class Answerer:
                 return message.role == "user" and message.spoken
         return False
 
-    async def _reply(self, request: ReplyRequest, options: SessionOptions) -> None:
+    async def _reply(
+        self, request: ReplyRequest, options: SessionOptions, calls: ServerCalls
+    ) -> None:
         instructions = request.instructions or options.instructions
         nudge: list[ChatMessage] = [{"role": "system", "content": NUDGE}] if request.nudge else []
         self._new_reply(request, "text" if options.text_only else "audio")
         await self._respond(
-            request, options, None, lambda: self._prompt(options, nudge, instructions)
+            request, options, None, lambda: self._prompt(options, nudge, instructions), calls
         )
 
     def _prompt(
@@ -216,10 +243,12 @@ class Answerer:
         options: SessionOptions,
         turn: UserTurn | None,
         prompt: Callable[[], list[ChatMessage]],
+        calls: ServerCalls,
         approved: ApprovedCall | None = None,
     ) -> None:
         """Speak (or write) `job`'s reply; `turn`, if any, must end before it shows.
-        `approved`: a call the client approved, run first."""
+        `calls`: the reply's MCP servers; `approved`: a call the client approved, run
+        first."""
         reply = job.reply
         assert reply is not None, "made by the job's answer"
         when_ended: Callable[[Callable[[], None]], None] = (
@@ -237,7 +266,7 @@ class Answerer:
                 options.speed,
                 job.timings,
                 options.max_output_tokens,
-                await self._calls.offered(options),
+                await calls.offered(options),
                 self._tool_choice(options),
                 reply.response_id,
                 self._usage.tokens,
@@ -246,21 +275,21 @@ class Answerer:
             resampler = Resampler(reply.rate)  # stateful across the reply's pieces
             ran = 0  # rounds of the servers' calls this reply has run
             if approved is not None:
-                ran = 1 if await self._calls.run_approved(reply, request, approved) else -1
+                ran = 1 if await calls.run_approved(reply, request, approved) else -1
                 request = replace(request, prompt=prompt())
             while ran >= 0:
-                if ran >= self._calls.max_rounds > 0:  # enough calls: it answers in words
+                if ran >= calls.max_rounds > 0:  # enough calls: it answers in words
                     request = replace(request, tool_choice="none")
                 if reply.modality == "text":
-                    await self._write(reply, request, turn)
+                    await self._write(reply, request, turn, calls)
                 else:
-                    await self._speak(reply, request, turn, resampler)
-                if ran >= self._calls.max_rounds or not await self._calls.run(reply, request):
+                    await self._speak(reply, request, turn, resampler, calls)
+                if ran >= calls.max_rounds or not await calls.run(reply, request):
                     break
                 ran += 1
                 reply.next_round()
                 request = replace(request, prompt=prompt())
-            await self._calls.settle_filler(reply)  # a reply that ended in a call: not said
+            await calls.settle_filler(reply)  # a reply that ended in a call: not said
             if reply.modality == "audio":
                 await _ended(turn)
                 await reply.play(resampler.flush())
@@ -281,7 +310,7 @@ class Answerer:
             self._emit(msg.Problem("internal", "internal error"))
             failure = f"internal error: {type(exc).__name__}"
         finally:
-            self._calls.drop_filler(reply)
+            calls.drop_filler(reply)
         if failure is None and reply.text:
             self._read_ahead(options, reply.text)
         await reply.finish_playing(failure)
@@ -387,24 +416,31 @@ class Answerer:
         return options.tool_choice
 
     async def _speak(
-        self, reply: Reply, request: SpeechRequest, turn: UserTurn | None, resampler: Resampler
+        self,
+        reply: Reply,
+        request: SpeechRequest,
+        turn: UserTurn | None,
+        resampler: Resampler,
+        calls: ServerCalls,
     ) -> None:
         async with contextlib.aclosing(self._responder.speak(request)) as pieces:
             async for piece in pieces:
                 await _ended(turn)  # nothing plays before the turn has ended
                 if isinstance(piece, ToolCallDelta):
-                    self._calls.call(reply, piece, request)
+                    calls.call(reply, piece, request)
                     continue
-                await self._calls.settle_filler(reply)
+                await calls.settle_filler(reply)
                 samples = resampler.pcm(piece.speech.samples, piece.speech.rate)
                 await reply.play(samples, piece.text)
 
-    async def _write(self, reply: Reply, request: SpeechRequest, turn: UserTurn | None) -> None:
+    async def _write(
+        self, reply: Reply, request: SpeechRequest, turn: UserTurn | None, calls: ServerCalls
+    ) -> None:
         async with contextlib.aclosing(self._responder.write(request)) as deltas:
             async for delta in deltas:
                 await _ended(turn)  # nothing shows before the turn has ended
                 if isinstance(delta, ToolCallDelta):
-                    self._calls.call(reply, delta, request)
+                    calls.call(reply, delta, request)
                 else:
                     reply.write(delta)
 

@@ -40,11 +40,19 @@ Say = Callable[[Reply, SpeechRequest, str], Awaitable[None]]
 
 
 class ServerCalls:
-    def __init__(self, session_id: str, tools: ServerTools | None, say: Say) -> None:
-        """`tools`: the session's MCP servers; `say`: a line of the reply, as it is."""
+    def __init__(
+        self,
+        session_id: str,
+        tools: ServerTools | None,
+        say: Say,
+        own: SessionOptions | None = None,
+    ) -> None:
+        """`tools`: the session's MCP servers, or a reply's own (`own`: its options, where
+        its response named tools); `say`: a line of the reply, as it is."""
         self._session_id = session_id
         self._tools = tools
         self._say = say
+        self._own = own
         self._fillers: dict[str, Filler] = {}  # by reply: said if a tool keeps it waiting
         self._functions: frozenset[str] = frozenset()  # the client's, in the reply's tools
 
@@ -91,7 +99,8 @@ class ServerCalls:
             return False
         for call in ask:
             request_id = reply.ask(call)
-            self._tools.ask_approval(request_id, Pending(call.server, call.name, call.arguments))
+            pending = Pending(call.server, call.name, call.arguments, self._own)
+            self._tools.ask_approval(request_id, pending)
         for n, call in enumerate(run):
             if not await self._run_call(reply, request, call):
                 for left in run[n + 1 :]:  # not run: ended, not left hanging
