@@ -14,7 +14,8 @@ from pydantic import TypeAdapter
 
 from app.config import LimitsSettings
 from app.config.tools import ToolsSettings
-from app.live.delegation import ACKNOWLEDGE, BACKEND_INSTRUCTIONS, COULD_NOT
+from app.live.backend import BACKEND_INSTRUCTIONS, COULD_NOT
+from app.live.delegation import ACKNOWLEDGE
 from app.live.session_config import Delegation, SessionConfig, to_changes
 from app.tools.servers import ToolServers
 from tests.live.test_dialect import LIMITS, Client
