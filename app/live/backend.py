@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import EngineError
-from app.ids import new_id
+from app.ids import new_id, shown
 from app.live import server_events as events
 from app.live.client_events import BadEvent
 from app.live.responses import ResponseStream
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 MAX_BACKEND_MESSAGES = 64  # the backend conversation's, after its instructions
 CONTEXT_MESSAGES = 12  # of the voice's conversation, told to the backend
+MAX_ASKING = 16  # calls waiting for the client's approval
 COULD_NOT = "Sorry, I could not get an answer to that."
 BACKEND_INSTRUCTIONS = "You are the helper of a voice assistant. Do the task; answer briefly."
 
@@ -43,6 +44,7 @@ class PendingCall:
     index: int = 0  # among the response's output items
     item_id: str = ""
     server: str = ""  # an MCP server's tool, run here; empty: the client's function
+    asks: bool = False  # the client must approve it first
 
 
 class Backend:
@@ -69,6 +71,11 @@ class Backend:
         self._waiting: str | None = None  # the delegation whose backend awaits the client
         self._servers: ServerTools | None = None  # its MCP servers, once it has any
         self._functions: frozenset[str] = frozenset()  # its client-run functions
+        self._listed: set[str] = set()  # the listings told in a response (their item ids)
+        # Calls waiting for the client's approval, by request id; and those answered,
+        # run (or not) at the start of the next response.
+        self._asking: dict[str, PendingCall] = {}
+        self._answers: list[tuple[str, PendingCall, bool]] = []
 
     def begin(self, delegation_id: str, task: str) -> str:
         """A delegated task: the backend's response to it starts; returns the response id."""
@@ -80,7 +87,9 @@ class Backend:
     def add_item(self, item: dict[str, object]) -> None:
         """response.item.create: a message or a function call's output for the backend."""
         kind = item.get("type", "message")
-        if kind == "function_call_output":
+        if kind == "mcp_approval_response":
+            self._approval(item)
+        elif kind == "function_call_output":
             call_id, output = item.get("call_id"), item.get("output")
             if not isinstance(call_id, str) or not isinstance(output, str):
                 raise BadEvent("a function_call_output needs call_id and output (strings)",
@@ -94,9 +103,22 @@ class Backend:
             self._backend_add({"role": role, "content": text})
         else:
             raise BadEvent(
-                "the backend takes a message (user or developer) or a function_call_output",
-                "invalid_value", "item.type",
+                "the backend takes a message (user or developer), a function_call_output or "
+                "an mcp_approval_response", "invalid_value", "item.type",
             )  # fmt: skip
+
+    def _approval(self, item: dict[str, object]) -> None:
+        """The client's answer to an approval request: the call runs (or is told it may
+        not) at the start of the next response."""
+        request_id, approve = item.get("approval_request_id"), item.get("approve")
+        if not isinstance(approve, bool):
+            raise BadEvent("an mcp_approval_response needs approve (true or false)",
+                           "invalid_value", "item.approve")  # fmt: skip
+        call = self._asking.pop(request_id, None) if isinstance(request_id, str) else None
+        if call is None:
+            raise BadEvent(f"no mcp_approval_request {shown(str(request_id))} is waiting",
+                           "invalid_value", "item.approval_request_id")  # fmt: skip
+        self._answers.append((str(request_id), call, approve))
 
     def create_response(self) -> None:
         """response.create: the backend answers its conversation as it stands."""
@@ -164,6 +186,9 @@ class Backend:
             self._send(events.response_event(nested, delegation_id))
 
         out(stream.created())
+        output = _Output()
+        if servers is not None:
+            self._tell_listings(servers, stream, out, output)
         if self._rounds >= limits.delegation_rounds:
             # A client answering each call with another cannot keep the LLM busy for ever.
             spent = f"this session's delegations made {limits.delegation_rounds} rounds, the most"
@@ -173,12 +198,13 @@ class Backend:
         self._rounds += 1
         max_tokens = min(backend.max_output_tokens or limits.delegation_tokens,
                          limits.delegation_tokens)  # fmt: skip
-        output = _Output()
         tool_choice = backend.tool_choice if tools else None
         max_rounds = servers.settings.max_rounds if servers is not None else 0
         try:
             async with asyncio.timeout(limits.delegation_s):
-                for round_ in range(max_rounds + 1):
+                # An approved call is the response's round of calls, as in Realtime.
+                first = 1 if await self._run_answered(servers, stream, out, output) else 0
+                for round_ in range(first, max_rounds + 1):
                     last = round_ >= max_rounds
                     ran = await self._round(
                         [system, *self._backend], tools or None,
@@ -199,7 +225,7 @@ class Backend:
             return
         out(stream.completed(tokens.prompt - before[0], tokens.completion - before[1]))
         answer = output.answer
-        if output.client_calls:
+        if output.client_calls or output.asked:
             self._waiting = delegation_id  # the client runs the calls, then response.create
         elif answer:
             self._waiting = None
@@ -247,11 +273,60 @@ class Backend:
         if client:
             self._calls_done(client, stream, out)
             output.client_calls = True
-        ran = [call for call in calls.values() if call.server]
+        asked = [call for call in calls.values() if call.server and call.asks]
+        for call in asked:
+            described = (call.server, call.name, "".join(call.arguments))
+            for nested in stream.approval_requested(call.item_id, call.index, described):
+                out(nested)
+            self._asking[call.item_id] = call
+            while len(self._asking) > MAX_ASKING:  # bounded: the oldest is forgotten
+                self._asking.pop(next(iter(self._asking)))
+        output.asked |= bool(asked)
+        ran = [call for call in calls.values() if call.server and not call.asks]
         for call in ran:
             assert servers is not None
             await self._run_call(call, servers, stream, out)
-        return bool(ran) and not client
+        return bool(ran) and not client and not asked
+
+    async def _run_answered(
+        self,
+        servers: ServerTools | None,
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+        output: _Output,
+    ) -> bool:
+        """The calls the client answered since the last response: an approved one runs (its
+        mcp_call names the request), a refused one is told to the LLM as refused. True if
+        one ran."""
+        answers, self._answers = self._answers, []
+        ran = False
+        for request_id, call, approve in answers:
+            if not approve or servers is None:
+                why = "the user did not approve it" if approve is False else "no such server now"
+                self._told(call, f"The call was not run: {why}.")
+                continue
+            call.item_id, call.index = new_id("mcp"), output.next()
+            out(stream.mcp_call_added(call.item_id, call.index, call.server, call.name,
+                                      approved=request_id))  # fmt: skip
+            await self._run_call(call, servers, stream, out, approved=request_id)
+            ran = True
+        return ran
+
+    def _tell_listings(
+        self,
+        servers: ServerTools,
+        stream: ResponseStream,
+        out: Callable[[dict[str, object]], None],
+        output: _Output,
+    ) -> None:
+        """Each server's tools, in the first response after they were listed, as the
+        Responses API's mcp_list_tools item."""
+        listings = servers.listings()
+        for item_id, label, tools, error in listings:
+            if item_id not in self._listed:
+                for nested in stream.tools_listed(item_id, output.next(), label, tools, error):
+                    out(nested)
+        self._listed = {item_id for item_id, *_ in listings}
 
     async def _run_call(
         self,
@@ -259,8 +334,10 @@ class Backend:
         servers: ServerTools,
         stream: ResponseStream,
         out: Callable[[dict[str, object]], None],
+        approved: str | None = None,
     ) -> None:
-        """A call of an MCP server's tool, run here: its result goes back to the LLM."""
+        """A call of an MCP server's tool, run here: its result goes back to the LLM.
+        `approved`: the approval request's id, for a call the client approved."""
         arguments = "".join(call.arguments)
         for nested in stream.mcp_call_running(call.item_id, call.index, arguments):
             out(nested)
@@ -271,13 +348,19 @@ class Backend:
         except ToolFailure as exc:
             error = exc.as_error()
         described = (call.server, call.name, arguments)
-        for nested in stream.mcp_call_done(call.item_id, call.index, described, output, error):
+        for nested in stream.mcp_call_done(
+            call.item_id, call.index, described, output, error, approved
+        ):
             out(nested)
-        function = {"name": call.name, "arguments": arguments}
+        self._told(call, output if output is not None else
+                   f"The call failed: {(error or {}).get('message')}")  # fmt: skip
+
+    def _told(self, call: PendingCall, result: str) -> None:
+        """The call and its result, in the backend's conversation."""
+        function = {"name": call.name, "arguments": "".join(call.arguments)}
         request: ToolCallRequest = {"id": call.call_id, "type": "function", "function": function}
         self._backend_add({"role": "assistant", "content": None, "tool_calls": [request]})
-        told = output if output is not None else f"The call failed: {(error or {}).get('message')}"
-        self._backend_add({"role": "tool", "tool_call_id": call.call_id, "content": told})
+        self._backend_add({"role": "tool", "tool_call_id": call.call_id, "content": result})
 
     def _servers_for(self, specs: tuple[McpSpec, ...]) -> ServerTools | None:
         """The backend's MCP servers, connected once and kept while the session names them."""
@@ -306,7 +389,10 @@ class Backend:
             call.name = delta.name
             call.index = output.next()
             spec = servers.server_of(delta.name, self._functions) if servers else None
-            if spec is not None:
+            if spec is not None and spec.needs_approval(delta.name):
+                # Told as an approval request once its arguments are known.
+                call.server, call.item_id, call.asks = spec.label, new_id("mcpr"), True
+            elif spec is not None:
                 call.server, call.item_id = spec.label, new_id("mcp")
                 out(stream.mcp_call_added(call.item_id, call.index, call.server, call.name))
             else:
@@ -340,6 +426,7 @@ class _Output:
     items: int = 0
     answer: str = ""
     client_calls: bool = False
+    asked: bool = False  # a call waits for the client's approval
 
     def next(self) -> int:
         self.items += 1

@@ -91,9 +91,44 @@ class ResponseStream:
             self._event("response.output_item.done", output_index=index, item=item),
         ]  # fmt: skip
 
-    def mcp_call_added(self, item_id: str, index: int, server: str, name: str) -> Nested:
+    def tools_listed(
+        self, item_id: str, index: int, server: str, tools: list[Nested], error: str | None
+    ) -> list[Nested]:
+        """An MCP server's tools as the backend listed them (`error`: why it could not)."""
+        added: Nested = {"id": item_id, "type": "mcp_list_tools", "server_label": server,
+                         "tools": []}  # fmt: skip
+        done: Nested = {**added, "tools": tools}
+        if error is not None:
+            done["error"] = error
+        ended = "failed" if error is not None else "completed"
+        return [
+            self._event("response.output_item.added", output_index=index, item=added),
+            self._event("response.mcp_list_tools.in_progress", item_id=item_id,
+                        output_index=index),
+            self._event(f"response.mcp_list_tools.{ended}", item_id=item_id, output_index=index),
+            self._event("response.output_item.done", output_index=index, item=done),
+        ]  # fmt: skip
+
+    def approval_requested(
+        self, item_id: str, index: int, call: tuple[str, str, str]
+    ) -> list[Nested]:
+        """A call the client must approve first: `call` is (server label, name, arguments)."""
+        server, name, arguments = call
+        item = {"id": item_id, "type": "mcp_approval_request", "server_label": server,
+                "name": name, "arguments": arguments}  # fmt: skip
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def mcp_call_added(
+        self, item_id: str, index: int, server: str, name: str, approved: str | None = None
+    ) -> Nested:
+        """`approved`: the approval request's id, for a call the client approved."""
         item = {"id": item_id, "type": "mcp_call", "server_label": server, "name": name,
                 "arguments": "", "status": "in_progress"}  # fmt: skip
+        if approved is not None:
+            item["approval_request_id"] = approved
         return self._event("response.output_item.added", output_index=index, item=item)
 
     def mcp_call_running(self, item_id: str, index: int, arguments: str) -> list[Nested]:
@@ -110,6 +145,7 @@ class ResponseStream:
         call: tuple[str, str, str],
         output: str | None,
         error: dict[str, Any] | None,
+        approved: str | None = None,
     ) -> list[Nested]:
         """`call`: (server label, name, arguments); `error` as an mcp_call's in Realtime
         (protocol_error, tool_execution_error, http_error), worded here as Responses'."""
@@ -117,6 +153,8 @@ class ResponseStream:
         item: Nested = {"id": item_id, "type": "mcp_call", "server_label": server, "name": name,
                         "arguments": arguments, "output": output,
                         "status": "failed" if error else "completed"}  # fmt: skip
+        if approved is not None:
+            item["approval_request_id"] = approved
         if error is not None:
             item["error"] = _responses_error(error)
         ended = "failed" if error else "completed"

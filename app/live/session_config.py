@@ -198,11 +198,6 @@ def backend_servers(backend: ResponsesBackend) -> tuple[McpSpec, ...]:
             why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             why = why.removeprefix("Value error, ")
             raise StartProblem(f"mcp tool: {why}", f"{where}[{n}]") from None
-        if specs[-1].always != frozenset():
-            raise StartProblem(
-                'a backend here runs its mcp tools without asking: give require_approval "never"',
-                f"{where}[{n}].require_approval",
-            )
     labels = [spec.label for spec in specs]
     if len(set(labels)) != len(labels):
         raise StartProblem("two mcp tools have the same server_label", where)

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.config.tools import ToolsSettings
 from app.ids import new_id
@@ -34,6 +35,7 @@ class _Server:
     item_id: str
     tools: list[ServerTool] = field(default_factory=list)
     listing: asyncio.Task[None] | None = None
+    error: str | None = None  # why its listing failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,8 @@ class ServerTools:
             listed = await server.link.tools(self.settings.list_timeout_s)
         except ToolFailure as exc:
             log.warning("mcp server %s: %s", label, exc, extra={"session_id": self._session_id})
-            self._emit(msg.ToolsListed(server.item_id, label, error=str(exc)))
+            server.error = str(exc)
+            self._emit(msg.ToolsListed(server.item_id, label, error=server.error))
             return
         server.tools = [tool for tool in listed if server.spec.offers(tool.name, tool.read_only)]
         shown = tuple(tool.to_realtime() for tool in server.tools)
@@ -131,6 +134,15 @@ class ServerTools:
         listings = [s.listing for s in self._by_label.values() if s.listing is not None]
         if listings:
             await asyncio.wait(listings)
+
+    def listings(self) -> list[tuple[str, str, list[dict[str, Any]], str | None]]:
+        """Each listing that has ended: (its item id, the server's label, its tools as
+        listed, why it failed)."""
+        return [
+            (s.item_id, label, [tool.to_realtime() for tool in s.tools], s.error)
+            for label, s in self._by_label.items()
+            if s.listing is not None and s.listing.done()
+        ]
 
     def chat_tools(self, taken: set[str]) -> list[Tool]:
         """The servers' tools for the LLM: not those named like one in `taken` (the

@@ -167,12 +167,59 @@ async def test_a_responses_delegation_runs_an_mcp_tool_itself() -> None:
         ), kinds
         done = [e for e in nested if e["type"] == "response.output_item.done"]
         assert [(e["item"]["type"], e["output_index"]) for e in done] == [
-            ("mcp_call", 0), ("message", 1),
+            ("mcp_list_tools", 0), ("mcp_call", 1), ("message", 2),
         ]  # fmt: skip
-        items = [e["item"] for e in done]
-        assert items[0]["output"] == "Order 42 has shipped and arrives on Tuesday."
+        listed, called, said = (e["item"] for e in done)
+        assert [t["name"] for t in listed["tools"]] == ["order_status"]
+        assert kinds.index("response.mcp_list_tools.completed") < ran
+        assert called["output"] == "Order 42 has shipped and arrives on Tuesday."
         await client.wait_for("session.usage.updated", count=3)
-        assert tts.spoken[-1][0] == items[1]["content"][0]["text"], "the answer, spoken"
+        assert tts.spoken[-1][0] == said["content"][0]["text"], "the answer, spoken"
+        client.assert_sdk_parses()
+        await client.session.close()
+    finally:
+        server.stop()
+
+
+async def test_a_backend_asks_before_a_call_and_runs_it_once_approved() -> None:
+    server = McpHttpServer().start()
+    try:
+        orders = {
+            "type": "mcp",
+            "server_label": "orders",
+            "server_url": server.url,
+            "allowed_tools": ["order_status"],
+        }  # approval: always, OpenAI's default
+        allowed = ToolServers(ToolsSettings(mcp_allowed_urls=["http://127.0.0.1:*/mcp"]))
+        client = delegating({"type": "responses", "responses": {"tools": [orders]}}, tools=allowed)
+        llm, tts = client.engines.llm, client.engines.tts
+        assert isinstance(llm, FakeLLM) and isinstance(tts, FakeTTS)
+        llm.arguments = ['{"order": "5"}']
+        client.speak(noise(800) + silence(700))
+        await client.wait_for("session.delegation.created")
+        await until_completed(client, 1)
+        nested = [e["event"] for e in client.of("response.event")]
+        (request,) = [e["item"] for e in nested if e["type"] == "response.output_item.done"
+                      and e["item"]["type"] == "mcp_approval_request"]  # fmt: skip
+        assert (request["name"], request["arguments"]) == ("order_status", '{"order": "5"}')
+        assert "response.mcp_call.in_progress" not in [e["type"] for e in nested], "not run"
+        before = server.requests
+
+        answer = {"type": "mcp_approval_response", "approval_request_id": request["id"]}
+        client.send({"type": "response.item.create", "item": {**answer, "approve": True}})
+        client.send({"type": "response.item.create", "item": {**answer, "approve": True}})
+        assert client.of("error")[-1]["error"]["param"] == "item.approval_request_id", "once"
+        client.send({"type": "response.create"})
+        await until_completed(client, 2)
+        later = [e["event"] for e in client.of("response.event")][len(nested) :]
+        (call,) = [e["item"] for e in later if e["type"] == "response.output_item.done"
+                   and e["item"]["type"] == "mcp_call"]  # fmt: skip
+        assert call["approval_request_id"] == request["id"] and server.requests > before
+        assert call["output"] == "Order 5 has shipped and arrives on Tuesday."
+        assert not [e for e in later if e["type"] == "response.mcp_list_tools.completed"]
+        await client.wait_for("session.usage.updated", count=3)
+        for event in client.of("response.event"):
+            NESTED.validate_python(event["event"])
         client.assert_sdk_parses()
         await client.session.close()
     finally:
@@ -201,13 +248,13 @@ def test_delegation_config_refusals() -> None:
         ({"type": "responses"}, "session.delegation.responses"),
         ({"type": "responses", "responses": {"tools": [{"type": "web_search"}]}},
          "session.delegation.responses.tools[0]"),
-        # An MCP server needs its label; and it is run without asking, so it must say so.
+        # An MCP server needs its label, one of its own.
         ({"type": "responses", "responses": {"tools": [
             {"type": "mcp", "name": "x", "server_url": "http://169.254.169.254/"}]}},
          "session.delegation.responses.tools[0]"),
         ({"type": "responses", "responses": {"tools": [
-            {"type": "mcp", "server_label": "x", "server_url": "http://127.0.0.1:1/mcp"}]}},
-         "session.delegation.responses.tools[0].require_approval"),
+            {"type": "mcp", "server_label": "x", "server_url": "http://127.0.0.1:1/mcp"}] * 2}},
+         "session.delegation.responses.tools"),
         ({"type": "responses", "responses": {"instructions": "x" * 65_537}},
          "session.delegation.responses.instructions"),
         ({"type": "responses", "responses": {"tools": [WEATHER] * 129}},
