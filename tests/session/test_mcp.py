@@ -6,7 +6,8 @@ the last message is a tool's result."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from app.session.options import OptionChanges
 from app.session.refusals import OptionError
 from app.tools.servers import ToolServers
 from app.tools.specs import McpSpec
+from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
 from tests.session.fakes import FakeLLM, make_session, noise, silence, wait_for
 from tests.support.mcp_server import McpHttpServer
 
@@ -260,3 +262,32 @@ async def test_a_response_naming_a_url_not_allowed_is_refused_before_any_request
     assert refused.value.option == "response.tools"
     assert mcp_server.requests == before and not sent.of(msg.ToolsListing)
     assert not session.busy, "no response was started"
+
+
+class HeedlessLLM(FakeLLM):
+    """Calls the first tool it is offered in every round, whatever tool_choice says, and
+    then answers in words: an LLM server that does not honour tool_choice "none"."""
+
+    async def stream(  # type: ignore[override]
+        self, messages: list[ChatMessage], **options: Any
+    ) -> AsyncGenerator[Delta, None]:
+        if tools := options.get("tools"):
+            yield ToolCallDelta(0, call_id=f"call_{len(self.prompts)}",
+                                name=tools[0]["function"]["name"])  # fmt: skip
+            yield ToolCallDelta(0, arguments='{"order": "9"}')
+        async for delta in super().stream(messages, **{**options, "tools": None}):
+            yield delta
+
+
+async def test_a_call_in_a_round_told_to_call_nothing_is_not_followed(
+    mcp_server: McpHttpServer,
+) -> None:
+    session, sent, _, _ = make_session(llm=HeedlessLLM(), tools=servers(filler_after_ms=5000))
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    (call,) = ended.calls  # the last round's is not shown, and so not left unrun
+    assert call.output == "Order 9 has shipped and arrives on Tuesday."
+    assert ended.status == "completed" and ended.text

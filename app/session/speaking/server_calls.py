@@ -71,7 +71,14 @@ class ServerCalls:
 
     def call(self, reply: Reply, delta: ToolCallDelta, request: SpeechRequest) -> None:
         """More of a call the LLM makes: the client's, or a server's (which starts the
-        filler's wait)."""
+        filler's wait). Not one the LLM was told it may not make (tool_choice "none", as
+        the last round is): an LLM server that calls anyway would leave it shown, never
+        run."""
+        if request.tool_choice == "none":
+            if delta.name:
+                log.warning("the LLM called %s when told to call nothing; not followed",
+                            delta.name, extra={"session_id": self._session_id})  # fmt: skip
+            return
         tools, name = self._tools, delta.name
         spec = tools.server_of(name, self._functions) if tools is not None and name else None
         if spec is None:
