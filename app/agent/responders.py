@@ -190,6 +190,8 @@ class AgentResponder:
             for_reply=request.reply_id,
             tokens=request.tokens,
         )
+        if request.tool_choice == "none":
+            deltas = _words_only(deltas, request.session_id)
         said, _ = reply_rules(
             deltas,
             request.prompt,
@@ -372,6 +374,21 @@ class EchoResponder:
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         raise EngineError("the echo agent only plays back what it hears")
         yield ""  # an async generator, like the agent's
+
+
+async def _words_only(
+    deltas: AsyncGenerator[Delta, None], session_id: str
+) -> AsyncGenerator[Delta, None]:
+    """A reply told to call nothing (tool_choice "none", as the last round of a server's
+    calls is): a call an LLM server makes anyway is not followed, where it would be shown
+    and never run."""
+    async with contextlib.aclosing(deltas):
+        async for delta in deltas:
+            if not isinstance(delta, ToolCallDelta):
+                yield delta
+            elif delta.name:
+                log.warning("the LLM called %s when told to call nothing; not followed",
+                            delta.name, extra={"session_id": session_id})  # fmt: skip
 
 
 def as_told(prompt: list[ChatMessage], *, model: str, tools: bool) -> list[ChatMessage]:

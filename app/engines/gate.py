@@ -114,10 +114,12 @@ class Gate:
         *args: object,
         priority: int = 1,
         timeout_s: float | None = None,
+        on_cancel: Callable[[], None] | None = None,
     ) -> T:
         """`fn(*args)` in a worker thread. TimeoutError after `timeout_s`: the caller
         stops waiting, but a thread cannot be stopped, so its slot stays taken until
-        the call returns, and concurrency stays truthful."""
+        the call returns, and concurrency stays truthful. `on_cancel`: called when the
+        caller is cancelled, before the call returns (to tell `fn` to stop)."""
         had = await self._timed_acquire(priority)
         future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         try:
@@ -127,6 +129,8 @@ class Gate:
             raise
         except asyncio.CancelledError:
             # The caller is gone; the thread still finishes its call first.
+            if on_cancel is not None:
+                on_cancel()
             await asyncio.wait([future])
             self._timed_release(had)
             raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
@@ -116,18 +117,23 @@ class LlamaCppLLM:
         context holds something else: the reply as it was generated rather than as it was
         heard, or a conversation whose oldest messages were just dropped. It stops, keeping
         what it read, as soon as any other engine work runs or waits."""
+        if self._gate.busy or not self._gate.alone():
+            return  # never queued: by the time its turn came, it would be read for nothing
         prompt = self._start_formatter(messages=_as_plain_chat(messages)).prompt
-        read = await self._gate.run(self._read, prompt, priority=AHEAD_PRIORITY)
+        stop = threading.Event()  # the caller gone (its session closed): the thread stops too
+        read = await self._gate.run(
+            self._read, prompt, stop, priority=AHEAD_PRIORITY, on_cancel=stop.set
+        )
         if read:
             log.debug("llm: read %d prompt tokens ahead", read)
 
-    def _read(self, prompt: str) -> int:
+    def _read(self, prompt: str, stop: threading.Event) -> int:
         """Runs in the gate's thread; the tokens it read."""
         llama = self._llama
         tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
         have = _common_prefix(llama.input_ids[: llama.n_tokens], tokens)
         start = have
-        while start < len(tokens) and self._gate.alone():
+        while start < len(tokens) and self._gate.alone() and not stop.is_set():
             llama.n_tokens = start  # eval() drops the context past it first
             llama.eval(tokens[start : start + AHEAD_SLICE])
             start = llama.n_tokens
@@ -173,6 +179,7 @@ class LlamaCppLLM:
             yield from self._chat(plain, max_tokens, tokens)
             return
         prompt, stop = self._render(_with_tools(plain, tools))
+        self._count_prompt(prompt, tokens)  # read to choose; a call goes on from it, cached
         tool = self._choose(prompt, stop, tools, tool_choice)
         if tool is None:
             yield from self._chat(plain, max_tokens, tokens)
@@ -192,7 +199,6 @@ class LlamaCppLLM:
             temperature=self._settings.temperature,
             stop=stop,
         )
-        self._count_prompt(prompt, tokens)
         # stream=True: an iterator of chunks (the stubs also allow one response).
         for chunk in self._turns.each(cast(Iterator[Any], chunks)):
             text = chunk["choices"][0]["text"]

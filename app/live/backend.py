@@ -256,7 +256,8 @@ class Backend:
         async with contextlib.aclosing(deltas):
             async for delta in deltas:
                 if isinstance(delta, ToolCallDelta):
-                    self._call_part(calls, delta, stream, out, output, servers)
+                    if tool_choice != "none":  # an LLM server that calls anyway: not followed
+                        self._call_part(calls, delta, stream, out, output, servers)
                 else:
                     if not text:
                         message_index = output.next()
@@ -275,6 +276,7 @@ class Backend:
             output.client_calls = True
         asked = [call for call in calls.values() if call.server and call.asks]
         for call in asked:
+            call.index = output.next()  # added now, after the items before it
             described = (call.server, call.name, "".join(call.arguments))
             for nested in stream.approval_requested(call.item_id, call.index, described):
                 out(nested)
@@ -387,8 +389,9 @@ class Backend:
             call = calls[delta.index] = PendingCall(delta.call_id or new_id("call"))
         if delta.name:
             call.name = delta.name
-            call.index = output.next()
             spec = servers.server_of(delta.name, self._functions) if servers else None
+            if spec is None or not spec.needs_approval(delta.name):
+                call.index = output.next()
             if spec is not None and spec.needs_approval(delta.name):
                 # Told as an approval request once its arguments are known.
                 call.server, call.item_id, call.asks = spec.label, new_id("mcpr"), True

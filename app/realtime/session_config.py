@@ -271,10 +271,13 @@ def response_changes(
     if tools is None and tool_choice is None:
         return None
     given = _tool_set(tools, "response.tools")
+    choice = _chat_tool_choice(tool_choice)
+    if choice is None and given is not None:
+        choice = "auto"  # not the session's, which may force a function this one lacks
     return OptionChanges(
         tools=None if given is None else given.functions,
         servers=None if given is None else given.servers,
-        tool_choice=_chat_tool_choice(tool_choice),
+        tool_choice=choice,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from app.agent.timings import TurnTimings
 from app.ids import new_id
-from app.session.options import SessionOptions
+from app.session.options import OptionChanges, SessionOptions
 from app.session.speaking.reply import Reply
 from app.vocab.speech import Transcript
 
@@ -87,11 +87,14 @@ class ReplyRequest(Job):
         *,
         nudge: bool = False,
         options: SessionOptions | None = None,
+        changes: OptionChanges | None = None,
     ) -> None:
+        """`options`: this reply's own, where its response.create had `changes` (tools)."""
         super().__init__(session_id, TurnTimings())
         self.instructions = instructions  # replaces the session's for this reply
         self.nudge = nudge
-        self.options = options  # this reply's own (response.create's tools), if any
+        self.options = options
+        self.changes = changes
 
 
 class Announcement(Job):
@@ -117,11 +120,13 @@ class ApprovedCall(Job):
         name: str,
         arguments: str,
         options: SessionOptions | None = None,
+        changes: OptionChanges | None = None,
     ) -> None:
-        """`options`: those of the reply that asked, where its response had tools of its
-        own (the server may be one of them)."""
+        """`options`: the session's now with `changes`, those of the response that asked,
+        where it had tools of its own (the server may be one of them)."""
         super().__init__(session_id, TurnTimings())
         self.options = options
+        self.changes = changes
         self.request_id = request_id
         self.server = server
         self.name = name

@@ -19,7 +19,7 @@ from typing import Any
 from app.config.tools import ToolsSettings
 from app.ids import new_id
 from app.session import messages as msg
-from app.session.options import SessionOptions
+from app.session.options import OptionChanges
 from app.tools.mcp_link import McpLink, ServerTool, ToolFailure
 from app.tools.servers import ToolServers
 from app.tools.specs import McpSpec
@@ -40,13 +40,13 @@ class _Server:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A call waiting for the client's approval; `options`: those of the reply that asked,
-    where its response had tools of its own."""
+    """A call waiting for the client's approval; `changes`: the tools of the response that
+    asked, where it had its own (made again from the session's options when approved)."""
 
     server: str
     name: str
     arguments: str
-    options: SessionOptions | None = None
+    changes: OptionChanges | None = None
 
     @property
     def call(self) -> tuple[str, str, str]:
@@ -216,6 +216,12 @@ class ServerTools:
             task = asyncio.create_task(server.link.aclose(), name=f"mcp-close:{server.spec.label}")
             _closing.add(task)
             task.add_done_callback(_closing.discard)
+
+    def let_go(self) -> None:
+        """aclose() in the background: a reply's own servers do not hold up the next turn."""
+        task = asyncio.create_task(self.aclose(), name=f"{self._session_id}:mcp-let-go")
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
 
     async def aclose(self) -> None:
         mine = [s for label, s in self._by_label.items() if label not in self._borrowed]

@@ -296,7 +296,7 @@ class Session:
             # Before any connection is made, as for the session's.
             if (refused := self.tools.refused(own.servers)) is not None:
                 raise OptionError(refused, "response.tools")
-        self._enqueue(ReplyRequest(self.id, instructions, options=own))
+        self._enqueue(ReplyRequest(self.id, instructions, options=own, changes=changes))
 
     def announce(self, text: str = "", audio24k: bytes | None = None) -> str:
         """Say `text` as it is, or play `audio24k` (24 kHz mono s16), after any reply in
@@ -324,11 +324,16 @@ class Session:
         pending = self.tools.answered(request_id)
         if pending is None:
             raise UnknownItem(f"no mcp_approval_request {request_id!r} is waiting for an answer")
+        own = None
+        if pending.changes is not None:  # the asking response's tools, on today's options
+            own = changed_options(
+                self.options, pending.changes, self._settings, self._responder, self._turn_model
+            )
         previous = self.history.last_item_id
         self._emit(msg.ApprovalAnswered(item_id or new_id("item"), request_id, approve, reason,
                                         previous))  # fmt: skip
         if approve:
-            self._enqueue(ApprovedCall(self.id, request_id, *pending.call, pending.options))
+            self._enqueue(ApprovedCall(self.id, request_id, *pending.call, own, pending.changes))
 
     def clear_output(self) -> None:
         """Stop the reply's audio (and so the reply)."""
@@ -475,7 +480,6 @@ class Session:
 
     async def _close(self) -> None:
         self._idle.cancel()
-        self._answerer.close()
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()
@@ -485,5 +489,6 @@ class Session:
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=self._settings.pool.drain_timeout_s)
             self.stuck = sorted(task.get_name() for task in pending)
+        self._answerer.close()
         # After the replies: a call cut short then is not made again on a closing link.
         await self.tools.aclose()

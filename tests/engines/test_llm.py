@@ -141,9 +141,20 @@ async def test_the_embedded_model_reads_the_next_prompt_ahead_while_idle() -> No
         assert llm._llama.n_tokens == kept, "nothing read while Whisper or Kokoro works"
         release.set()
         await working
+        busy.close()
         await llm.read_ahead(heard)
         read = TokenCount()
         [_ async for _ in llm.stream(then, max_tokens=1, tokens=read)]
+        # Cancelled (its session closed), it stops reading: ~1400 tokens would take seconds.
+        long: list[ChatMessage] = [*QUESTION, {"role": "assistant", "content": "yes " * 1400}]
+        reading = asyncio.create_task(llm.read_ahead(long))
+        await asyncio.sleep(0.2)
+        reading.cancel()
+        for _ in range(600):  # until the gate's thread lets go, with no one waiting there
+            if not llm._gate.busy:
+                break
+            await asyncio.sleep(0.05)
+        assert llm._llama.n_tokens < 700, llm._llama.n_tokens
     finally:
         await llm.aclose()
     assert read.prompt == unread.prompt

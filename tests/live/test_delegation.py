@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
@@ -181,7 +182,8 @@ async def test_a_responses_delegation_runs_an_mcp_tool_itself() -> None:
         server.stop()
 
 
-async def test_a_backend_asks_before_a_call_and_runs_it_once_approved() -> None:
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_backend_asks_before_a_call_and_runs_it_once_approved(approve: bool) -> None:
     server = McpHttpServer().start()
     try:
         orders = {
@@ -206,17 +208,23 @@ async def test_a_backend_asks_before_a_call_and_runs_it_once_approved() -> None:
         before = server.requests
 
         answer = {"type": "mcp_approval_response", "approval_request_id": request["id"]}
-        client.send({"type": "response.item.create", "item": {**answer, "approve": True}})
-        client.send({"type": "response.item.create", "item": {**answer, "approve": True}})
+        client.send({"type": "response.item.create", "item": {**answer, "approve": approve}})
+        client.send({"type": "response.item.create", "item": {**answer, "approve": approve}})
         assert client.of("error")[-1]["error"]["param"] == "item.approval_request_id", "once"
         client.send({"type": "response.create"})
         await until_completed(client, 2)
         later = [e["event"] for e in client.of("response.event")][len(nested) :]
-        (call,) = [e["item"] for e in later if e["type"] == "response.output_item.done"
-                   and e["item"]["type"] == "mcp_call"]  # fmt: skip
-        assert call["approval_request_id"] == request["id"] and server.requests > before
-        assert call["output"] == "Order 5 has shipped and arrives on Tuesday."
+        calls = [e["item"] for e in later if e["type"] == "response.output_item.done"
+                 and e["item"]["type"] == "mcp_call"]  # fmt: skip
         assert not [e for e in later if e["type"] == "response.mcp_list_tools.completed"]
+        if approve:
+            (call,) = calls
+            assert call["approval_request_id"] == request["id"] and server.requests > before
+            assert call["output"] == "Order 5 has shipped and arrives on Tuesday."
+        else:  # not run, and the model is told so
+            assert calls == [] and server.requests == before
+            told = llm.prompts[-1][-1]
+            assert told["role"] == "tool" and "did not approve" in told["content"], told
         await client.wait_for("session.usage.updated", count=3)
         for event in client.of("response.event"):
             NESTED.validate_python(event["event"])

@@ -11,8 +11,9 @@ from openai.types.realtime import RealtimeClientEvent
 from pydantic import TypeAdapter
 
 from app.realtime import client_events as cmd
-from app.realtime.session_config import SessionConfig, to_changes
+from app.realtime.session_config import SessionConfig, response_changes, to_changes
 from app.session.options import TurnDetectionChange
+from app.session.refusals import OptionError
 
 CLIENT_EVENT: TypeAdapter[RealtimeClientEvent] = TypeAdapter(RealtimeClientEvent)
 AUDIO = base64.b64encode(bytes(4800)).decode()
@@ -208,3 +209,20 @@ def test_refusals_say_what_is_supported() -> None:
         cmd.parse(REFUSED[9][0])
     assert cmd.event_id_of({"event_id": "evt_9"}) == "evt_9"
     assert cmd.event_id_of({"event_id": 9}) is None
+
+
+def test_a_response_create_with_tools_becomes_changes_for_it_alone() -> None:
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    orders = {"type": "mcp", "server_label": "orders", "server_url": "https://x.example/mcp"}
+    command = cmd.parse({"type": "response.create", "response": {"tools": [weather, orders]}})
+    assert isinstance(command, cmd.ResponseCreate) and command.response is not None
+    changes = response_changes(command.response.tools, command.response.tool_choice)
+    assert changes is not None
+    assert [t["function"]["name"] for t in changes.tools or ()] == ["get_weather"]
+    assert [s.label for s in changes.servers or ()] == ["orders"]
+    assert changes.tool_choice == "auto", "not the session's, which may force another"
+    assert response_changes(None, None) is None, "nothing of its own: the session's"
+    with pytest.raises(OptionError) as refused:
+        response_changes(cmd.parse({"type": "response.create", "response": {
+            "tools": [orders, orders]}}).response.tools, None)  # type: ignore[union-attr]  # fmt: skip
+    assert refused.value.option == "response.tools"

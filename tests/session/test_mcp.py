@@ -5,16 +5,19 @@ the last message is a tool's result."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import pytest
 
+from app.config import Settings
 from app.config.tools import ToolsSettings
 from app.session import messages as msg
 from app.session.options import OptionChanges
 from app.session.refusals import OptionError
+from app.tools.mcp_link import McpLink
 from app.tools.servers import ToolServers
 from app.tools.specs import McpSpec
 from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
@@ -220,9 +223,19 @@ async def test_a_client_function_of_the_same_name_stays_the_clients(
     assert [t["function"]["name"] for t in engines.llm.tools[0][0] or []] == ["order_status"]
 
 
-async def test_a_response_uses_its_own_servers_for_itself_alone(mcp_server: McpHttpServer) -> None:
+async def test_a_response_uses_its_own_servers_for_itself_alone(
+    mcp_server: McpHttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # response.create's tools: listed for the response, called, and let go after it; the
     # session's stay as they were. Its call that needs approval still runs once approved.
+    closed: list[str] = []
+    close = McpLink.aclose
+
+    async def counted(link: McpLink) -> None:
+        closed.append(link.spec.label)
+        await close(link)
+
+    monkeypatch.setattr(McpLink, "aclose", counted)
     session, sent, _, engines = make_session(tools=servers(filler_after_ms=5000))
     assert isinstance(engines.llm, FakeLLM)
     engines.llm.arguments = ['{"order": "7"}']
@@ -235,6 +248,11 @@ async def test_a_response_uses_its_own_servers_for_itself_alone(mcp_server: McpH
     assert call.output == "Order 7 has shipped and arrives on Tuesday."
     assert [t["name"] for t in sent.nth(msg.ToolsListed).tools] == ["order_status"]
     assert session.options.servers == () and session.tools.server_of("order_status") is None
+    for _ in range(100):  # let go in the background, not holding up the next turn
+        if closed:
+            break
+        await asyncio.sleep(0.02)
+    assert closed == ["orders"], "the response's own link was closed after it"
     session.items.add("user", "Thanks.")
     session.create_response()
     await wait_for(sent, msg.ReplyEnded, count=2)
@@ -266,7 +284,12 @@ async def test_a_response_naming_a_url_not_allowed_is_refused_before_any_request
 
 class HeedlessLLM(FakeLLM):
     """Calls the first tool it is offered in every round, whatever tool_choice says, and
-    then answers in words: an LLM server that does not honour tool_choice "none"."""
+    then answers in words (`mute`: never): an LLM server that does not honour
+    tool_choice "none"."""
+
+    def __init__(self, mute: bool = False) -> None:
+        super().__init__()
+        self.mute = mute
 
     async def stream(  # type: ignore[override]
         self, messages: list[ChatMessage], **options: Any
@@ -275,6 +298,8 @@ class HeedlessLLM(FakeLLM):
             yield ToolCallDelta(0, call_id=f"call_{len(self.prompts)}",
                                 name=tools[0]["function"]["name"])  # fmt: skip
             yield ToolCallDelta(0, arguments='{"order": "9"}')
+            if self.mute:
+                return
         async for delta in super().stream(messages, **{**options, "tools": None}):
             yield delta
 
@@ -290,4 +315,15 @@ async def test_a_call_in_a_round_told_to_call_nothing_is_not_followed(
     ended = sent.nth(msg.ReplyEnded)
     (call,) = ended.calls  # the last round's is not shown, and so not left unrun
     assert call.output == "Order 9 has shipped and arrives on Tuesday."
-    assert ended.status == "completed" and ended.text
+    assert ended.status == "completed" and ended.text.startswith("Sure")
+
+
+async def test_a_last_round_with_no_words_is_not_left_silent(mcp_server: McpHttpServer) -> None:
+    session, sent, audio, _ = make_session(llm=HeedlessLLM(mute=True), tools=servers())
+    session.configure(OptionChanges(tools=(), servers=(orders(mcp_server.url),)))
+    await wait_for(sent, msg.ToolsListed)
+    ask(session)
+    await wait_for(sent, msg.ReplyEnded)
+    ended = sent.nth(msg.ReplyEnded)
+    assert [c.output is not None for c in ended.calls] == [True]
+    assert ended.text == Settings().tts.fallback_speech and audio.writes, "the fallback, said"

@@ -6,7 +6,7 @@ import asyncio
 
 from app.session import messages as msg
 from app.session.options import OptionChanges
-from tests.session.fakes import FakeLLM, make_session, wait_for
+from tests.session.fakes import FakeLLM, make_session, noise, silence, wait_for
 from tests.session.test_tools import WEATHER
 
 
@@ -42,3 +42,41 @@ async def test_nothing_is_read_ahead_for_a_session_with_tools() -> None:
     await asyncio.sleep(0.1)
     assert llm.prompts and llm.read_ahead_prompts == []
     await session.close()
+
+
+async def test_a_spoken_turn_where_the_window_moves_starts_as_read_ahead() -> None:
+    # At 19 messages of a 20-message prompt, a reply and the user's next words move the
+    # window. A turn answered before it has ended (speculation) must see it moved as the
+    # read-ahead did, or it reads the whole conversation again.
+    session, sent, _, engines = make_session()
+    llm = engines.llm
+    assert isinstance(llm, FakeLLM)
+    for n in range(9):
+        session.items.add("user", f"question {n}")
+        session.items.add("assistant", f"answer {n}")
+    session.items.add("user", "question 9")
+    session.create_response()
+    await wait_for(sent, msg.ReplyEnded)
+    [ahead] = llm.read_ahead_prompts
+    assert ahead[1] == {"role": "assistant", "content": "answer 5"}, "the window moved"
+    session.push_audio(silence(300) + noise(800) + silence(300))  # paused, not ended
+    for _ in range(400):  # until the speculative reply has its prompt
+        if len(llm.prompts) == 2:
+            break
+        await asyncio.sleep(0.005)
+    assert len(session.history) == 20, "asked before the turn was in history"
+    session.push_audio(silence(300))
+    await wait_for(sent, msg.ReplyEnded, 2)
+    spoken = llm.prompts[1]
+    assert spoken[: len(ahead)] == ahead and spoken[-1]["role"] == "user", spoken
+
+
+async def test_a_closed_session_reads_nothing_ahead() -> None:
+    session, sent, _, engines = make_session()
+    llm = engines.llm
+    assert isinstance(llm, FakeLLM)
+    session.items.add("user", "Where is Paris?")
+    session.create_response()
+    await wait_for(sent, msg.ReplyAudioStarted)
+    await session.close()
+    assert llm.read_ahead_prompts == [], "a reply cut by the close reads nothing ahead"

@@ -73,6 +73,7 @@ class Answerer:
         self._tools = tools
         self._calls = ServerCalls(session_id, tools, self._say)
         self._ahead: asyncio.Task[None] | None = None  # the LLM reading the next prompt
+        self._closed = False
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -91,11 +92,11 @@ class Answerer:
             if tools is not None and apart:
                 tools = tools.for_reply(own.servers)
             try:
-                await self._requested(job, own, ServerCalls(self._session_id, tools,
-                                                            self._say, own))  # fmt: skip
+                calls = ServerCalls(self._session_id, tools, self._say, job.changes)
+                await self._requested(job, own, calls)
             finally:
                 if tools is not None and apart:
-                    await tools.aclose()
+                    tools.let_go()
 
     async def _requested(
         self, job: ReplyRequest | ApprovedCall, options: SessionOptions, calls: ServerCalls
@@ -194,12 +195,16 @@ class Answerer:
         it was heard stay a message of their own, the words after them the next: the LLM
         answers the last as corrected ("...France?", "Sorry, I mean Italy."), where
         Qwen2.5-Coder-0.5B given them as one message answered the first (Paris)."""
+        coming = 0
         if turn is not None and self._history.find(turn.item_id) is not None:
             then = []
+        elif turn is not None:  # speculative: the window as it will be once the turn is in
+            coming = len(then)
         start = self._history.prompt(
             instructions or options.instructions,
             limit=self._prompt_limit,
             truncation=options.truncation,
+            coming=coming,
         )
         return [*start, *then, *self._language_note()]
 
@@ -290,6 +295,9 @@ class Answerer:
                 reply.next_round()
                 request = replace(request, prompt=prompt())
             await calls.settle_filler(reply)  # a reply that ended in a call: not said
+            if ran > 0 and request.tool_choice == "none" and not reply.text:
+                # Its last round, told to answer in words, wrote none: not left silent.
+                await self._say_fallback(reply, options)
             if reply.modality == "audio":
                 await _ended(turn)
                 await reply.play(resampler.flush())
@@ -311,7 +319,8 @@ class Answerer:
             failure = f"internal error: {type(exc).__name__}"
         finally:
             calls.drop_filler(reply)
-        if failure is None and reply.text:
+        own = isinstance(job, (ReplyRequest, ApprovedCall)) and job.options is not None
+        if failure is None and reply.text and not own:  # the next turn has the session's
             self._read_ahead(options, reply.text)
         await reply.finish_playing(failure)
 
@@ -321,7 +330,8 @@ class Answerer:
         spoken form changes), and a conversation whose oldest messages drop out (which
         otherwise it would read whole at the next turn). Not with tools, whose rounds
         each give the LLM another prompt."""
-        if options.tools or options.servers or (self._ahead and not self._ahead.done()):
+        busy = self._ahead is not None and not self._ahead.done()
+        if options.tools or options.servers or busy or self._closed:
             return
         try:
             start = self._history.prompt(
@@ -339,6 +349,8 @@ class Answerer:
         self._ahead.add_done_callback(_read_ahead_ended)
 
     def close(self) -> None:
+        """After the session's jobs: nothing more is read ahead."""
+        self._closed = True
         if self._ahead is not None:
             self._ahead.cancel()
 

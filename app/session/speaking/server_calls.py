@@ -13,7 +13,7 @@ from app.agent.responders import SpeechRequest
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.jobs import ApprovedCall
-from app.session.options import SessionOptions
+from app.session.options import OptionChanges, SessionOptions
 from app.session.server_tools import Pending, ServerTools
 from app.session.speaking.filler import Filler
 from app.session.speaking.reply import Reply
@@ -45,10 +45,10 @@ class ServerCalls:
         session_id: str,
         tools: ServerTools | None,
         say: Say,
-        own: SessionOptions | None = None,
+        own: OptionChanges | None = None,
     ) -> None:
-        """`tools`: the session's MCP servers, or a reply's own (`own`: its options, where
-        its response named tools); `say`: a line of the reply, as it is."""
+        """`tools`: the session's MCP servers, or a reply's own (`own`: its response's
+        tools, where it named some); `say`: a line of the reply, as it is."""
         self._session_id = session_id
         self._tools = tools
         self._say = say
@@ -71,14 +71,7 @@ class ServerCalls:
 
     def call(self, reply: Reply, delta: ToolCallDelta, request: SpeechRequest) -> None:
         """More of a call the LLM makes: the client's, or a server's (which starts the
-        filler's wait). Not one the LLM was told it may not make (tool_choice "none", as
-        the last round is): an LLM server that calls anyway would leave it shown, never
-        run."""
-        if request.tool_choice == "none":
-            if delta.name:
-                log.warning("the LLM called %s when told to call nothing; not followed",
-                            delta.name, extra={"session_id": self._session_id})  # fmt: skip
-            return
+        filler's wait)."""
         tools, name = self._tools, delta.name
         spec = tools.server_of(name, self._functions) if tools is not None and name else None
         if spec is None:
