@@ -24,6 +24,7 @@ from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, User
 from app.session.options import SessionOptions
 from app.session.server_tools import ServerTools
 from app.session.speaking.audio_out import AudioOut
+from app.session.speaking.read_ahead import ReadAhead
 from app.session.speaking.reply import Emit, Reply
 from app.session.speaking.server_calls import ServerCalls
 from app.session.usage import Usage
@@ -72,8 +73,7 @@ class Answerer:
         self._usage = usage
         self._tools = tools
         self._calls = ServerCalls(session_id, tools, self._say)
-        self._ahead: asyncio.Task[None] | None = None  # the LLM reading the next prompt
-        self._closed = False
+        self._ahead = ReadAhead(session_id, responder, history, prompt_limit)
 
     async def answer(self, job: Job, options: SessionOptions) -> None:
         """Runs as `job.task`."""
@@ -321,38 +321,12 @@ class Answerer:
             calls.drop_filler(reply)
         own = isinstance(job, (ReplyRequest, ApprovedCall)) and job.options is not None
         if failure is None and reply.text and not own:  # the next turn has the session's
-            self._read_ahead(options, reply.text)
+            self._ahead.after(options, reply.text)
         await reply.finish_playing(failure)
-
-    def _read_ahead(self, options: SessionOptions, said: str) -> None:
-        """While the reply plays, the LLM reads the next turn's prompt up to the user's
-        words: the reply as it will be in history (not as the LLM wrote it, which the
-        spoken form changes), and a conversation whose oldest messages drop out (which
-        otherwise it would read whole at the next turn). Not with tools, whose rounds
-        each give the LLM another prompt."""
-        busy = self._ahead is not None and not self._ahead.done()
-        if options.tools or options.servers or busy or self._closed:
-            return
-        try:
-            start = self._history.prompt(
-                options.instructions,
-                limit=self._prompt_limit,
-                truncation=options.truncation,
-                coming=2,  # this reply, and the user's next words
-            )
-        except ConversationTooLong:
-            return
-        ahead: list[ChatMessage] = [*start, {"role": "assistant", "content": said}]
-        self._ahead = asyncio.create_task(
-            self._responder.read_ahead(ahead), name=f"{self._session_id}:read-ahead"
-        )
-        self._ahead.add_done_callback(_read_ahead_ended)
 
     def close(self) -> None:
         """After the session's jobs: nothing more is read ahead."""
-        self._closed = True
-        if self._ahead is not None:
-            self._ahead.cancel()
+        self._ahead.close()
 
     def _new_reply(self, job: Job, modality: msg.Modality, response_id: str | None = None) -> Reply:
         assert job.task is not None, "a job is answered in its own task"
@@ -465,11 +439,6 @@ class Answerer:
         if speech is not None:
             resampler = Resampler(reply.rate)
             await reply.play(resampler.pcm(speech.samples, speech.rate) + resampler.flush(), text)
-
-
-def _read_ahead_ended(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("reading the next prompt ahead failed: %r", task.exception())
 
 
 async def _ended(turn: UserTurn | None) -> None:
