@@ -131,7 +131,7 @@ class LlamaCppLLM:
         """Runs in the gate's thread; the tokens it read."""
         llama = self._llama
         tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
-        have = _common_prefix(llama.input_ids[: llama.n_tokens], tokens)
+        have = llama.longest_token_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         start = have
         while start < len(tokens) and self._gate.alone() and not stop.is_set():
             llama.n_tokens = start  # eval() drops the context past it first
@@ -231,7 +231,9 @@ class LlamaCppLLM:
             llama = self._llama
             ids = llama.tokenize(prompt.encode(), add_bos=False, special=True)
             tokens.prompt += len(ids)
-            tokens.cached += _common_prefix(llama.input_ids[: llama.n_tokens], ids)
+            tokens.cached += llama.longest_token_prefix(
+                llama.input_ids[: llama.n_tokens].tolist(), ids
+            )
 
     def _render(self, messages: list[ChatMessage]) -> tuple[str, list[str]]:
         rendered = self._formatter(messages=messages)
@@ -266,15 +268,6 @@ class LlamaCppLLM:
 
     async def aclose(self) -> None:
         self._gate.close()
-
-
-def _common_prefix(have: Any, tokens: list[int]) -> int:
-    same = 0
-    for a, b in zip(have, tokens, strict=False):
-        if a != b:
-            break
-        same += 1
-    return same
 
 
 def _chat_formatter(llama: Any, *, add_generation_prompt: bool = True) -> Any:

@@ -20,6 +20,7 @@ from app.config.tools import ToolsSettings
 from app.ids import new_id
 from app.session import messages as msg
 from app.session.options import OptionChanges
+from app.tasks import TaskSet
 from app.tools.mcp_link import McpLink, ServerTool, ToolFailure
 from app.tools.servers import ToolServers
 from app.tools.specs import McpSpec
@@ -213,15 +214,11 @@ class ServerTools:
         for request_id in [k for k, p in self._approvals.items() if p.server == label]:
             del self._approvals[request_id]
         if not server.spec.operator:
-            task = asyncio.create_task(server.link.aclose(), name=f"mcp-close:{server.spec.label}")
-            _closing.add(task)
-            task.add_done_callback(_closing.discard)
+            _closing.spawn(server.link.aclose(), f"mcp-close:{label}")
 
     def let_go(self) -> None:
         """aclose() in the background: a reply's own servers do not hold up the next turn."""
-        task = asyncio.create_task(self.aclose(), name=f"{self._session_id}:mcp-let-go")
-        _closing.add(task)
-        task.add_done_callback(_closing.discard)
+        _closing.spawn(self.aclose(), f"{self._session_id}:mcp-let-go")
 
     async def aclose(self) -> None:
         mine = [s for label, s in self._by_label.items() if label not in self._borrowed]
@@ -236,4 +233,4 @@ class ServerTools:
             )
 
 
-_closing: set[asyncio.Task[None]] = set()
+_closing = TaskSet()  # closes under way: held until they end

@@ -212,9 +212,7 @@ class Session:
     def configure(self, changes: OptionChanges) -> None:
         """Change this session's options, all or none (OptionError)."""
         before = self.options
-        options = changed_options(
-            before, changes, self._settings, self._responder, self._turn_model
-        )
+        options = self._changed(changes)
         # Before any connection is made: a client may name only the URLs allowed.
         if (refused := self.tools.refused(options.servers)) is not None:
             raise OptionError(refused, "tools")
@@ -228,6 +226,12 @@ class Session:
             self._speculation.abandon()
             self._manual.clear()
             self._turns.configure(self.options)
+
+    def _changed(self, changes: OptionChanges) -> SessionOptions:
+        """The session's options with `changes` (OptionError, naming the option)."""
+        return changed_options(
+            self.options, changes, self._settings, self._responder, self._turn_model
+        )
 
     def record(self, recording: Recording) -> None:
         """Record the call from now on, both sides."""
@@ -288,9 +292,7 @@ class Session:
         own = None
         if changes is not None:
             try:
-                own = changed_options(
-                    self.options, changes, self._settings, self._responder, self._turn_model
-                )
+                own = self._changed(changes)
             except OptionError as exc:
                 raise OptionError(str(exc), f"response.{exc.option}") from None
             # Before any connection is made, as for the session's.
@@ -324,11 +326,8 @@ class Session:
         pending = self.tools.answered(request_id)
         if pending is None:
             raise UnknownItem(f"no mcp_approval_request {request_id!r} is waiting for an answer")
-        own = None
-        if pending.changes is not None:  # the asking response's tools, on today's options
-            own = changed_options(
-                self.options, pending.changes, self._settings, self._responder, self._turn_model
-            )
+        # The asking response's tools, on the session's options as they are now.
+        own = None if pending.changes is None else self._changed(pending.changes)
         previous = self.history.last_item_id
         self._emit(msg.ApprovalAnswered(item_id or new_id("item"), request_id, approve, reason,
                                         previous))  # fmt: skip

@@ -87,15 +87,14 @@ class Answerer:
             await self._requested(job, options, self._calls)
         else:
             own, tools = job.options, self._tools
-            # Servers the response named, not the session: listed for it, let go after it.
-            apart = tools is not None and own.servers != options.servers
-            if tools is not None and apart:
+            if tools is not None and own.servers != options.servers:
+                # Servers the response named, not the session: listed for it, let go after.
                 tools = tools.for_reply(own.servers)
             try:
                 calls = ServerCalls(self._session_id, tools, self._say, job.changes)
                 await self._requested(job, own, calls)
             finally:
-                if tools is not None and apart:
+                if tools is not None and tools is not self._tools:
                     tools.let_go()
 
     async def _requested(
