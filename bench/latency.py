@@ -136,7 +136,7 @@ async def run_session(
                     waits_s=waits_at_joins(voiced, clauses, lag_s),
                     timings_ms=done["response"].get("timings_ms", {}),
                     status=done["response"]["status"],
-                    said="".join(text for _, text in clauses),
+                    said=" | ".join(text for _, text in clauses),
                 )
             )
             await asyncio.sleep(0.5)
@@ -247,8 +247,13 @@ def report(label: str, results: Results, cpu_pct: float | None, each: bool = Fal
     # Turn by turn, so that what changes as a conversation grows shows.
     for n, t in enumerate(results.turns if each else [], 1):
         v2v_ms = "-" if t.v2v_s is None else f"{t.v2v_s * 1000:.0f}"
-        first_token = t.timings_ms.get("llm_first_token", 0)
-        print(f"  turn {n:2d}: {v2v_ms:>5} ms, LLM first token {first_token:5.0f}: {t.said!r}")
+        at = t.timings_ms.get
+        joins = " ".join(f"{w * 1000:.0f}" for w in t.waits_s)
+        print(
+            f"  turn {n:2d}: {v2v_ms:>5} ms, LLM first token {at('llm_first_token', 0):5.0f}, "
+            f"first clause {at('first_clause', 0):5.0f}, first audio "
+            f"{at('tts_first_audio', 0):5.0f}, waits at joins [{joins}]: {t.said!r}"
+        )
     if v2v:
         print(
             f"voice-to-voice at client: p50 {percentile(v2v, 50):.0f} ms, "

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
-from app.agent.responders import SynthesisPace
 from app.audio.resample import Resampler
 from app.config import Settings
 from app.engines.stt import WhisperSTT
@@ -60,7 +59,9 @@ class Heard:
 
 
 def pieces_of(text: str, first_words: int, growth: float = 2.0) -> list[str]:
-    """The pieces the server cuts `text` into, its words arriving one by one."""
+    """The pieces the server cuts `text` into, its words arriving one by one, before it
+    knows how fast pieces are made (then it sizes each by the audio ahead of it,
+    app/agent/pacing.py, which this bench without an LLM does not play out)."""
     chunker = ClauseChunker(first_max_words=first_words, growth=growth, phrases=True)
     pieces: list[str] = []
     for word in text.split(" "):
@@ -125,17 +126,11 @@ async def main(first_words: list[int], out: Path) -> None:
     tts = await asyncio.to_thread(KokoroTTS, settings.tts)
     stt = await asyncio.to_thread(WhisperSTT, settings.stt)
     results: dict[str, list[Heard]] = {}
-    pace = SynthesisPace()
     try:
         for number, text in enumerate(REPLIES, 1):
             print(f"\n{number}. {text}")
-            # The server sizes pieces by how fast TTS has been going (SynthesisPace):
-            # here, by the reply synthesized whole.
-            whole, whole_ms, _ = await play_out(tts, [text])
-            pace.add(whole_ms / 1000, len(whole) / KOKORO_RATE)
-            print(f"   pieces may grow {pace.growth:.2f}x from one to the next")
             variants = [("whole", [text], False)] + [
-                (f"first{n}{'s' if streamed else ''}", pieces_of(text, n, pace.growth), streamed)
+                (f"first{n}{'s' if streamed else ''}", pieces_of(text, n), streamed)
                 for n in first_words
                 for streamed in (False, True)
             ]

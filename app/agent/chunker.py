@@ -2,19 +2,28 @@
 
 The first piece ends at the first clause boundary (or after a few words) so TTS
 can start early; later pieces end at sentences, which sound better, or at a
-clause once they are long. The next piece is synthesized while this one plays, so
-a long piece after a short one leaves a gap: each piece's limit is `growth` times
-the one before, in characters (the agent sets `growth` from how fast TTS is
-running: 1.5 on two busy cores, where a whole sentence after a 4-word opening
-stopped replies for up to 0.7 s, bench/listen.py; on a GPU so much that sentences
-are never cut). At the limit, a few words more are read for a better cut.
+clause once they are long. The next piece is written and synthesized while this
+one plays, so a piece too long for the audio ahead of it leaves a hole: the agent
+sets each later piece's limit (`limit_chars`) from that audio and how fast pieces
+are being made (app/agent/pacing.py). Until it knows, each piece's limit is `growth`
+times the one before. Limits count the characters the voice will say ("127,000" is
+"one hundred and twenty-seven thousand"), as Kokoro's time follows the sounds. At
+the limit, a few words more are read for a better cut.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from app.agent.phrases import PHRASE_MIN_WORDS, in_number, phrase_boundary
+from app.agent.phrases import (
+    NEEDS_NEXT,
+    PHRASE_MIN_WORDS,
+    in_number,
+    number_word,
+    phrase_boundary,
+    plain,
+)
 from app.vocab.punctuation import CLAUSE_END, SENTENCE_END, WIDE_CLAUSE_END, WIDE_SENTENCE_END
 
 # Characters of Chinese or Japanese text before a wide clause mark that a later piece may
@@ -49,10 +58,12 @@ class ClauseChunker:
         max_words: int = 18,
         growth: float = 2.0,
         phrases: bool = False,
+        measure: Callable[[str], int] = len,
     ) -> None:
         """`phrases`: the text is English, and pieces end where its phrases do: the first
         at its first clause mark or phrase boundary (at most twice `first_max_words`
-        in), a later one cut at its limit at a phrase boundary close by."""
+        in), a later one cut at its limit at a phrase boundary close by. `measure`: how
+        many characters the voice says for a text."""
         self._buffer = ""
         self._emitted = 0
         self._first_chars = 0
@@ -62,6 +73,9 @@ class ClauseChunker:
         self._max_words = max_words
         self._growth = growth
         self._phrases = phrases
+        self._measure = measure
+        # The next later piece's limit in characters said; None: `growth` decides.
+        self.limit_chars: float | None = None
 
     def push(self, delta: str) -> list[str]:
         self._buffer += delta
@@ -73,7 +87,8 @@ class ClauseChunker:
                 pieces.append(piece)
                 if not self._emitted:
                     ended = piece[-1] in SENTENCE_END + CLAUSE_END
-                    self._first_chars = max(len(piece), LIMIT_BASE_CHARS if ended else 0)
+                    said = self._measure(piece)
+                    self._first_chars = max(said, LIMIT_BASE_CHARS if ended else 0)
                 self._emitted += 1
         return pieces
 
@@ -102,6 +117,8 @@ class ClauseChunker:
         # Kokoro's time grows with a piece's sounds, not its words: the limit is in
         # characters.
         soft_chars = self._first_chars * self._growth**self._emitted
+        if self.limit_chars is not None:
+            soft_chars = max(self.limit_chars, LIMIT_BASE_CHARS)
         at_soft_max: int | None = None
         soft_words = 0
         words = 0
@@ -109,6 +126,8 @@ class ClauseChunker:
         run = 0  # characters since the last space
         word_start = before = 0  # where the word in hand starts, and the one before it
         strong = weak = 0  # where the last phrase boundary of each kind (phrase_boundary) is
+        number = 0  # where the number the last word is in begins (_number_from)
+        before_number = 0  # that, where the limit was reached in a number's words
         for index, char in enumerate(self._buffer):
             run = 0 if char.isspace() else run + 1
             if run > max(max_words * CHARS_PER_WORD, RUN_MIN_CHARS):
@@ -124,7 +143,11 @@ class ClauseChunker:
                 previous = self._buffer[index - 1]
                 if previous in SENTENCE_END and words >= 1:
                     return index
-                if previous in CLAUSE_END and (words >= clause_min or at_soft_max is not None):
+                if previous in CLAUSE_END and (
+                    words >= clause_min
+                    or at_soft_max is not None
+                    or (not first and self._said(index) >= soft_chars)
+                ):
                     return index
                 if self._phrases and words >= 2:
                     kind = phrase_boundary(
@@ -136,6 +159,7 @@ class ClauseChunker:
                             return word_start
                     elif kind == 1:
                         weak = word_start
+                    number = self._number_from(before, word_start, index, number)
                 if words >= max_words:
                     if not (first and self._phrases):
                         return index
@@ -143,12 +167,18 @@ class ClauseChunker:
                         return strong or weak
                     if not self._in_number(index):  # else on to the number's end
                         return index
-                if at_soft_max is None and not first and index >= soft_chars:
-                    at_soft_max, soft_words = index, words
+                if at_soft_max is None and not first and self._said(index) >= soft_chars:
+                    at_soft_max, soft_words, before_number = index, words, number
                 elif at_soft_max is not None and words >= soft_words + LOOKAHEAD_WORDS:
+                    # A number said in many words ("127,000") ends a piece far past its
+                    # limit: it begins the next one instead, where a phrase may end.
+                    if before_number > 0 and self._said(before_number) >= soft_chars / 2:
+                        return before_number
                     # Where the last phrase ended, if that was near the limit; a number
                     # is not cut ("three hundred | and eighty").
-                    near = next((cut for cut in (strong, weak) if cut >= soft_chars / 2), 0)
+                    near = next(
+                        (c for c in (strong, weak) if c and self._said(c) >= soft_chars / 2), 0
+                    )
                     if near:
                         return near
                     if not self._phrases or not self._in_number(at_soft_max):
@@ -160,6 +190,21 @@ class ClauseChunker:
                 before, word_start = word_start, index
         return None
 
+    def _number_from(self, before: int, start: int, end: int, number: int) -> int:
+        """Where the number that the word from `start` to `end` is in begins: 0 if it is
+        not in one, -1 if no phrase may end before it ("about | 127"); `before`: the
+        word before it, `number`: the answer for that word."""
+        word = plain(self._buffer[start:end])
+        if not (word[:1].isdigit() or number_word(word) or (number and word == "and")):
+            return 0
+        if number:
+            return number
+        return -1 if plain(self._buffer[before:start]) in NEEDS_NEXT else start
+
+    def _said(self, cut: int) -> int:
+        """Characters the voice says for the buffer up to `cut`."""
+        return self._measure(self._buffer[:cut])
+
     def _in_number(self, cut: int) -> bool:
         """Whether the buffer cut at `cut` splits a number written in words, or may: the
         word after a number word has not come yet."""
@@ -167,4 +212,6 @@ class ClauseChunker:
         after, space, _ = self._buffer[cut:].lstrip().partition(" ")
         if not head:
             return False
-        return in_number(head[-1], after if space else "and")
+        if not space:  # the next word has not come yet: it may be a number's
+            after = "one"
+        return in_number(head[-1], after, head[-2] if len(head) > 1 else "")

@@ -51,7 +51,7 @@ def phrase_boundary(before: str, word: str) -> int:
     ("minutes | to boil"), 0 inside one ("turn | on", "three | hundred") or before a
     verb's helper ("France | is Paris")."""
     before, word = plain(before), plain(word)
-    if before in NEEDS_NEXT or before in NUMBER_WORDS or before[-1:].isdigit():
+    if before in NEEDS_NEXT or number_word(before) or before[-1:].isdigit():
         return 0
     if word in HELPERS:
         return 0
@@ -60,7 +60,15 @@ def phrase_boundary(before: str, word: str) -> int:
     return 1 if word in NEEDS_NEXT else 0
 
 
-def in_number(before: str, after: str) -> bool:
-    """Whether a cut between the words `before` and `after` splits a number in words."""
-    before, after = plain(before), plain(after)
-    return before in NUMBER_WORDS and (after in NUMBER_WORDS or after == "and")
+def in_number(before: str, after: str, earlier: str = "") -> bool:
+    """Whether a cut between the words `before` and `after` splits a number in words
+    (`earlier`: the word before `before`, as in "hundred and | eighty")."""
+    before, after, earlier = plain(before), plain(after), plain(earlier)
+    if before == "and":
+        return number_word(earlier) and number_word(after)
+    return number_word(before) and (number_word(after) or after == "and")
+
+
+def number_word(word: str) -> bool:
+    """Whether `word` (plain) is a number's, "twenty-seven" too."""
+    return all(part in NUMBER_WORDS for part in word.split("-"))

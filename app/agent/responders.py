@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from app.agent.chunker import ClauseChunker
+from app.agent.pacing import Pace, Playout
 from app.agent.reply_rules import reply_rules
 from app.agent.spoken_form import SpokenForm
 from app.agent.timings import TurnTimings
@@ -41,34 +42,6 @@ log = logging.getLogger(__name__)
 # soon; a reply of llm.max_tokens cannot fill this, and if one did, reading
 # the LLM would pause (backpressure) rather than buffer.
 CLAUSE_QUEUE_SIZE = 64
-
-# The audio ahead of a piece pays for making it, less the LLM's time for its words
-# and TTS's fixed cost per piece.
-PACE_HEADROOM = 0.8
-# Pieces grow at least this much, however slow TTS is: shorter ones cost more
-# (TTS's fixed cost per piece) and sound choppier, and would not catch up.
-MIN_GROWTH = 1.5
-
-
-class SynthesisPace:
-    """How fast TTS makes audio, from every piece of every session (they share the
-    engine, so load shows in it), and so how much longer each piece of a reply may
-    be than the one before and still be ready before that one has played."""
-
-    def __init__(self) -> None:
-        self._rtf: float | None = None  # seconds of work per second of audio, smoothed
-
-    def add(self, seconds: float, audio_s: float) -> None:
-        if audio_s <= 0:
-            return
-        rtf = seconds / audio_s
-        self._rtf = rtf if self._rtf is None else 0.8 * self._rtf + 0.2 * rtf
-
-    @property
-    def growth(self) -> float:
-        if self._rtf is None:
-            return 2.0
-        return max(MIN_GROWTH, PACE_HEADROOM / max(self._rtf, 1e-6))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +119,7 @@ class AgentResponder:
         self._tts = engines.tts
         self._first_chunk_words = first_chunk_words
         self._max_spoken_words = max_spoken_words
-        self._pace = SynthesisPace()
+        self._pace = Pace()
         self.voices = tuple(engines.tts.voices)
         self.languages = engines.stt.languages
         self.answers_text = True
@@ -208,10 +181,12 @@ class AgentResponder:
         be spoken, and that calls no tool, fails."""
         clauses: Channel[str | ToolCallDelta] = Channel(CLAUSE_QUEUE_SIZE)
         made = Progress()
+        chunker = self._chunker(request.language)
         # Awaited below, which surfaces its errors: not a fire-and-forget spawn().
         producer = asyncio.create_task(
-            self._generate(request, clauses, made), name=f"{request.session_id}:llm"
+            self._generate(request, chunker, clauses, made), name=f"{request.session_id}:llm"
         )
+        playout = Playout()
         spoken = 0
         unspoken: list[str] = []
         try:
@@ -220,17 +195,21 @@ class AgentResponder:
                     spoken += 1
                     yield clause
                     continue
-                started = time.perf_counter()
-                heard_s = 0.0
+                heard_s = work_s = 0.0
+                mark = time.perf_counter()
                 try:
                     async with contextlib.aclosing(
                         self._voiced(clause, request, not spoken)
                     ) as parts:
                         async for speech in parts:
+                            now = time.perf_counter()
+                            work_s += now - mark  # not the time the listener took it
+                            playout.add(speech.duration_s, now)
                             request.timings.mark("tts_first_audio")
                             # A part after the first says more of the same clause.
                             yield Piece("" if heard_s else clause, speech)
                             heard_s += speech.duration_s
+                            mark = time.perf_counter()
                 except EngineError as exc:
                     unspoken.append(str(exc))
                     log.warning(
@@ -242,14 +221,22 @@ class AgentResponder:
                     if not heard_s:
                         continue
                 finally:
+                    # A first piece may be decoded twice (kokoro_stream): it says too
+                    # much of the others, but something where nothing is known yet.
+                    if heard_s and (spoken or self._pace.saying.per_unit is None):
+                        self._pace.saying.add(work_s, len(clause))
+                    # Set before the LLM goes on to write the next piece.
+                    ahead_s = playout.ahead(time.perf_counter())
+                    chunker.limit_chars = self._pace.limit_chars(ahead_s)
                     made.one_done()
-                took_s = time.perf_counter() - started
-                self._pace.add(took_s, heard_s)
                 log.debug(
-                    "tts %.0f ms for %.2f s: %r",
-                    took_s * 1000,
+                    "tts %.0f ms for %.2f s: %r; %.2f s ahead, the next piece at most %s "
+                    "characters",
+                    work_s * 1000,
                     heard_s,
                     clause,
+                    ahead_s,
+                    "?" if chunker.limit_chars is None else f"{chunker.limit_chars:.0f}",
                     extra={"session_id": request.session_id},
                 )
                 spoken += 1
@@ -260,6 +247,14 @@ class AgentResponder:
                 )
         finally:
             await cancel_task(producer)
+
+    def _chunker(self, language: str) -> ClauseChunker:
+        said = SpokenForm(language)  # for lengths only: a piece is said by its own reply's
+        return ClauseChunker(
+            first_max_words=self._first_chunk_words,
+            phrases=(language or ENGLISH) == ENGLISH,
+            measure=lambda text: len(said(text)),
+        )
 
     async def _voiced(
         self, clause: str, request: SpeechRequest, first: bool
@@ -278,7 +273,11 @@ class AgentResponder:
         )
 
     async def _generate(
-        self, request: SpeechRequest, clauses: Channel[str | ToolCallDelta], made: Progress
+        self,
+        request: SpeechRequest,
+        chunker: ClauseChunker,
+        clauses: Channel[str | ToolCallDelta],
+        made: Progress,
     ) -> None:
         """Stream the reply into clauses, each as it is said (spoken_form); pause while
         each one is synthesized.
@@ -292,23 +291,25 @@ class AgentResponder:
         """
         timings = request.timings
         said = SpokenForm(request.language)
-        chunker = ClauseChunker(
-            first_max_words=self._first_chunk_words,
-            growth=self._pace.growth,
-            phrases=(request.language or ENGLISH) == ENGLISH,
-        )
+        begun = False
         try:
             async with contextlib.aclosing(self._stream(request)) as deltas:
+                asked = time.perf_counter()
                 async for delta in deltas:
                     timings.mark("llm_first_token")
                     if isinstance(delta, ToolCallDelta):
                         await clauses.put(delta)
                         continue
+                    # The first delta's wait is the prompt's reading, not the writing.
+                    if begun:
+                        self._pace.writing.add(time.perf_counter() - asked, len(delta))
+                    begun = True
                     for clause in filter(None, map(said, chunker.push(delta))):
                         timings.mark("first_clause")
                         made.one_given()
                         await clauses.put(clause)
                     await made.all_done()
+                    asked = time.perf_counter()
             for clause in filter(None, map(said, chunker.flush())):
                 timings.mark("first_clause")
                 made.one_given()

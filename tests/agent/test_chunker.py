@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from app.agent.chunker import ClauseChunker, speakable
+from app.agent.spoken_form import SpokenForm
 
 
 def feed(chunker: ClauseChunker, text: str, step: int = 3) -> list[str]:
@@ -64,6 +65,50 @@ def test_how_fast_the_pieces_grow_follows_how_fast_they_are_made() -> None:
         "three hundred and eighty thousand",
         "kilometres away from the Earth.",
     ]
+
+
+def test_a_limit_set_from_the_audio_ahead_replaces_the_growth() -> None:
+    text = "The moon is about three hundred and eighty thousand kilometres away from the Earth."
+    roomy = ClauseChunker(growth=1.5)
+    roomy.limit_chars = 200  # much audio ahead: the rest of the sentence in one piece
+    assert feed(roomy, text)[1:] == [
+        "three hundred and eighty thousand kilometres away from the Earth."
+    ]
+    tight = ClauseChunker(growth=50)
+    tight.limit_chars = 0  # none: as short as a piece may be
+    assert feed(tight, text)[1:] == [
+        "three hundred and",
+        "eighty thousand kilometres",
+        "away from the Earth.",
+    ]
+    # Where the text's phrases are known, never inside a number.
+    tight = ClauseChunker(growth=50, phrases=True)
+    tight.limit_chars = 0
+    assert feed(tight, "Sure. " + text)[1:] == [
+        "The moon is about",
+        "three hundred and eighty thousand kilometres away from the Earth.",
+    ]
+
+
+def test_a_clause_mark_past_the_limit_ends_the_piece() -> None:
+    text = "The moon is a planet in our solar system, orbiting the Sun. It is far."
+    short = ClauseChunker(phrases=True)
+    short.limit_chars = 17  # the audio ahead of a first piece decoded twice
+    assert feed(short, text)[1:3] == ["in our solar system,", "orbiting the Sun."]
+    roomy = ClauseChunker(phrases=True)
+    roomy.limit_chars = 60
+    assert feed(roomy, text)[1] == "in our solar system, orbiting the Sun."
+
+
+def test_a_later_piece_s_limit_counts_the_characters_the_voice_says() -> None:
+    """Kokoro's time follows what it says: "384,400 km" is 62 characters said."""
+    said = SpokenForm()
+    text = "Sure. The moon is 384,400 km away from the Earth, and it goes round it once a month."
+    as_written = ClauseChunker(phrases=True)
+    as_said = ClauseChunker(phrases=True, measure=lambda piece: len(said(piece)))
+    as_written.limit_chars = as_said.limit_chars = 30
+    assert feed(as_written, text)[1] == "The moon is 384,400 km away from the Earth,"
+    assert feed(as_said, text)[1:3] == ["The moon is 384,400 km away", "from the Earth,"]
 
 
 def test_a_one_word_opening_does_not_chop_the_sentence_after_it() -> None:
@@ -168,6 +213,26 @@ def test_text_without_spaces_is_cut_at_the_word_limit_in_characters() -> None:
 def test_english_pieces_end_where_phrases_do(pieces: list[str]) -> None:
     text = " ".join(pieces)
     assert feed(ClauseChunker(phrases=True, growth=3.6), text) == pieces
+
+
+def test_a_number_s_words_hyphenated_are_a_number_s_too() -> None:
+    text = "Sure. It is about one hundred and twenty-seven thousand kilometres across the middle."
+    chunker = ClauseChunker(phrases=True)
+    chunker.limit_chars = 25  # reached at "and"
+    assert "one hundred and twenty-seven thousand" in feed(chunker, text)[1]
+
+
+def test_a_number_said_far_past_the_limit_begins_the_next_piece() -> None:
+    said = SpokenForm()
+    text = "Sure. It has a diameter of approximately 127,000 kilometers and it is round."
+    chunker = ClauseChunker(phrases=True, measure=lambda piece: len(said(piece)))
+    chunker.limit_chars = 49  # "127,000" is said in 37 characters
+    assert feed(chunker, text)[1] == "It has a diameter of approximately"
+    # Where a phrase cannot end before it, the number stays whole in the piece.
+    chunker = ClauseChunker(phrases=True, measure=lambda piece: len(said(piece)))
+    chunker.limit_chars = 40
+    text = "Sure. It has a diameter of about 127,000 kilometers and it is round."
+    assert feed(chunker, text)[1] == "It has a diameter of about 127,000 kilometers"
 
 
 def test_a_later_piece_is_not_cut_inside_a_number() -> None:

@@ -1,5 +1,5 @@
-"""How the agent paces a reply's pieces: how much longer each may be than the one
-before, from how fast TTS has been making audio, and the LLM and TTS taking turns."""
+"""How the agent paces a reply's pieces: how long each may be, from the audio ahead of
+it and how fast pieces are being made, and the LLM and TTS taking turns."""
 
 from __future__ import annotations
 
@@ -10,14 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.agent.responders import (
-    MIN_GROWTH,
-    PACE_HEADROOM,
-    AgentResponder,
-    Piece,
-    SpeechRequest,
-    SynthesisPace,
-)
+from app.agent.chunker import CHARS_PER_WORD, LOOKAHEAD_WORDS
+from app.agent.pacing import PACE_HEADROOM, Pace, Playout, Rate
+from app.agent.responders import AgentResponder, Piece, SpeechRequest
 from app.agent.timings import TurnTimings
 from app.engines import Engines
 from app.vocab.chat import ChatMessage, Delta
@@ -25,30 +20,88 @@ from app.vocab.speech import Speech
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTTS
 
 
-def test_before_any_piece_pieces_double() -> None:
-    assert SynthesisPace().growth == 2.0
+def test_until_both_rates_are_known_the_chunker_s_growth_decides() -> None:
+    pace = Pace()
+    assert pace.limit_chars(2.0) is None
+    pace.saying.add(0.6, 30)
+    assert pace.limit_chars(2.0) is None
+    pace.writing.add(0.04, 4)
+    assert pace.limit_chars(2.0) is not None
 
 
-def test_fast_synthesis_lets_pieces_grow_and_slow_synthesis_keeps_them_short() -> None:
-    fast = SynthesisPace()
-    fast.add(0.1, 2.0)  # 20x faster than it plays: a GPU
-    assert fast.growth == pytest.approx(PACE_HEADROOM / 0.05)
-    slow = SynthesisPace()
-    slow.add(1.3, 2.2)  # Kokoro on two busy cores
-    assert slow.growth == MIN_GROWTH
+def test_the_next_piece_says_what_can_be_made_before_the_audio_ahead_has_played() -> None:
+    pace = Pace()
+    pace.writing.add(0.04, 4)  # 10 ms to write a character
+    pace.saying.add(0.6, 30)  # 20 ms to say one: two busy cores
+    # The words read past a limit are written before the piece is cut.
+    past_s = 0.01 * LOOKAHEAD_WORDS * CHARS_PER_WORD
+    assert pace.limit_chars(1.5) == pytest.approx((PACE_HEADROOM * 1.5 - past_s) / 0.03)
+    assert pace.limit_chars(0.0) == 0.0
+    fast = Pace()  # a GPU
+    fast.writing.add(0.004, 4)
+    fast.saying.add(0.06, 30)
+    assert fast.limit_chars(1.5) == pytest.approx((PACE_HEADROOM * 1.5 - past_s / 10) / 0.003)
 
 
-def test_the_pace_follows_the_load_without_jumping_on_one_piece() -> None:
-    pace = SynthesisPace()
-    pace.add(0.2, 2.0)
-    alone = pace.growth
-    pace.add(1.6, 2.0)  # one piece made while other sessions held the engine
-    assert MIN_GROWTH < pace.growth < alone
-    for _ in range(20):
-        pace.add(1.6, 2.0)
-    assert pace.growth == MIN_GROWTH
-    pace.add(1.0, 0.0)  # nothing spoken: nothing learnt
-    assert pace.growth == MIN_GROWTH
+def test_a_rate_follows_the_load_without_jumping_on_one_piece() -> None:
+    rate = Rate()
+    assert rate.per_unit is None
+    rate.add(0.6, 30)
+    assert rate.per_unit == pytest.approx(0.02)
+    rate.add(2.4, 30)  # one piece made while other sessions held the engines
+    assert 0.02 < rate.per_unit < 0.05  # type: ignore[operator]
+    for _ in range(40):
+        rate.add(2.4, 30)
+    assert rate.per_unit == pytest.approx(0.08, rel=0.01)
+    rate.add(1.0, 0)  # nothing said: nothing learnt
+    assert rate.per_unit == pytest.approx(0.08, rel=0.01)
+
+
+def test_the_audio_ahead_is_what_is_made_and_not_yet_played() -> None:
+    playout = Playout()
+    assert playout.ahead(10.0) == 0.0
+    playout.add(1.0, now=10.0)
+    playout.add(2.0, now=10.5)  # plays after the first
+    assert playout.ahead(10.5) == pytest.approx(2.5)
+    assert playout.ahead(14.0) == 0.0
+    playout.add(1.0, now=14.0)  # after a hole it plays as it comes
+    assert playout.ahead(14.5) == pytest.approx(0.5)
+
+
+async def spoken_pieces(responder: AgentResponder, text: str) -> list[str]:
+    request = SpeechRequest(
+        "sess_test", [{"role": "user", "content": "Go on."}], b"", "test", 1.0, TurnTimings()
+    )
+    pieces = []
+    async with contextlib.aclosing(responder.speak(request)) as spoken:
+        async for piece in spoken:
+            assert isinstance(piece, Piece)
+            pieces.append(piece.text)
+    assert " ".join(pieces) == text
+    return pieces
+
+
+@pytest.mark.parametrize("seconds_per_word", [0.001, 2.0])
+async def test_the_agent_sizes_each_piece_by_the_audio_ahead_of_it(
+    seconds_per_word: float,
+) -> None:
+    """With little audio ahead (a voice that makes a millisecond of audio a word), each
+    later piece is as short as a piece may be; with much (two seconds a word), as long
+    as a piece ever is. The first reply teaches the responder how fast pieces are made."""
+    words = [f"word{n}" for n in range(60)]
+    text = "Sure, " + " ".join(words) + "."
+    tts = FakeTTS()
+    tts.seconds_per_word = seconds_per_word
+    llm = FakeLLM()
+    llm.answer = text
+    llm.delay_s = 0.001
+    responder = AgentResponder(Engines(stt=FakeSTT(), llm=llm, tts=tts))
+    await spoken_pieces(responder, text)
+    later = [len(piece.split()) for piece in (await spoken_pieces(responder, text))[1:-1]]
+    if seconds_per_word < 0.01:
+        assert max(later) <= 6, later  # 16 characters said, and three words to a boundary
+    else:
+        assert min(later) == 18, later  # the most words a piece may have
 
 
 class BusyTTS(FakeTTS):
