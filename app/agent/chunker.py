@@ -36,6 +36,9 @@ CHARS_PER_WORD = 6
 RUN_MIN_CHARS = 40
 # Words read past a later piece's limit for a better place to cut.
 LOOKAHEAD_WORDS = 3
+# A clause mark this far past a later piece's limit is not where it ends, if a phrase
+# ends near the limit.
+FAR_PAST_LIMIT = 1.5
 # The limits grow from the first piece's length, but from at least about three
 # words after one that ends at a mark ("Yes.", "Sure,"): a pause there is natural, and
 # the next piece is not cut to a word ("here" / "is the answer").
@@ -143,12 +146,16 @@ class ClauseChunker:
                 previous = self._buffer[index - 1]
                 if previous in SENTENCE_END and words >= 1:
                     return index
-                if previous in CLAUSE_END and (
-                    words >= clause_min
-                    or at_soft_max is not None
-                    or (not first and self._said(index) >= soft_chars)
-                ):
-                    return index
+                if previous in CLAUSE_END:
+                    said = 0 if first else self._said(index)
+                    if said > FAR_PAST_LIMIT * soft_chars:
+                        # Not made in time: a phrase's end near the limit is a better cut.
+                        near = self._near(strong, weak, soft_chars)
+                        if near:
+                            return near
+                    past_limit = not first and said >= soft_chars
+                    if words >= clause_min or at_soft_max is not None or past_limit:
+                        return index
                 if self._phrases and words >= 2:
                     kind = phrase_boundary(
                         self._buffer[before:word_start], self._buffer[word_start:index]
@@ -176,9 +183,7 @@ class ClauseChunker:
                         return before_number
                     # Where the last phrase ended, if that was near the limit; a number
                     # is not cut ("three hundred | and eighty").
-                    near = next(
-                        (c for c in (strong, weak) if c and self._said(c) >= soft_chars / 2), 0
-                    )
+                    near = self._near(strong, weak, soft_chars)
                     if near:
                         return near
                     if not self._phrases or not self._in_number(at_soft_max):
@@ -200,6 +205,11 @@ class ClauseChunker:
         if number:
             return number
         return -1 if plain(self._buffer[before:start]) in NEEDS_NEXT else start
+
+    def _near(self, strong: int, weak: int, soft_chars: float) -> int:
+        """The last phrase boundary (a conjunction's before another's) if it is past half
+        the limit, else 0."""
+        return next((c for c in (strong, weak) if c and self._said(c) >= soft_chars / 2), 0)
 
     def _said(self, cut: int) -> int:
         """Characters the voice says for the buffer up to `cut`."""

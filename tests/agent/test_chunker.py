@@ -98,6 +98,11 @@ def test_a_clause_mark_past_the_limit_ends_the_piece() -> None:
     roomy = ClauseChunker(phrases=True)
     roomy.limit_chars = 60
     assert feed(roomy, text)[1] == "in our solar system, orbiting the Sun."
+    # Far past the limit, a phrase's end near it is the cut.
+    text = "It is Paris. Paris is a city in the French-speaking world, with many landmarks."
+    short = ClauseChunker(phrases=True)
+    short.limit_chars = 27
+    assert feed(short, text)[1:3] == ["Paris is a city", "in the French-speaking world,"]
 
 
 def test_a_later_piece_s_limit_counts_the_characters_the_voice_says() -> None:
