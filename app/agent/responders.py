@@ -23,7 +23,7 @@ import numpy as np
 from app.agent.chunker import ClauseChunker
 from app.agent.pacing import Pace, Playout
 from app.agent.reply_rules import reply_rules
-from app.agent.spoken_form import SpokenForm
+from app.agent.spoken_form import SpokenForm, said_length
 from app.agent.timings import TurnTimings
 from app.engines import Engines
 from app.engines.tts import StreamingTextToSpeech
@@ -249,11 +249,10 @@ class AgentResponder:
             await cancel_task(producer)
 
     def _chunker(self, language: str) -> ClauseChunker:
-        said = SpokenForm(language)  # for lengths only: a piece is said by its own reply's
         return ClauseChunker(
             first_max_words=self._first_chunk_words,
             phrases=(language or ENGLISH) == ENGLISH,
-            measure=lambda text: len(said(text)),
+            measure=lambda text: said_length(text, language),
         )
 
     async def _voiced(

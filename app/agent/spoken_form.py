@@ -308,3 +308,9 @@ class SpokenForm:
             if not self._in_code:
                 kept.append(part)
         return " ".join(kept)
+
+
+def said_length(text: str, language: str = "") -> int:
+    """How many characters the voice says for `text` taken alone: with no code block
+    open before it, and remembering none after it, however often it is asked."""
+    return len(SpokenForm(language)(text))

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from app.agent.responders import AgentResponder, Piece, SpeechRequest
-from app.agent.spoken_form import SpokenForm, number_words, ordinal_words, year_words
+from app.agent.spoken_form import (
+    SpokenForm,
+    number_words,
+    ordinal_words,
+    said_length,
+    year_words,
+)
 from app.agent.timings import TurnTimings
 from app.config import TtsSettings
 from app.engines import Engines
@@ -81,6 +87,15 @@ def test_a_code_block_is_not_read_across_clauses() -> None:
     said = SpokenForm()
     clauses = ["Here it is: ```python", "print('hi')", "x = 1", "``` Run it.", "Done."]
     assert [said(clause) for clause in clauses] == ["Here it is:", "", "", "Run it.", "Done."]
+
+
+def test_a_length_is_the_same_however_often_it_is_asked() -> None:
+    """The chunker measures a growing piece again and again: an open code block in it
+    must not flip a remembered state at each call, as one reply's SpokenForm does."""
+    text = "Run this: ```print(1) and then a very long line of code here"
+    assert said_length(text) == said_length(text) == len("Run this:")
+    one_reply = SpokenForm()
+    assert len(one_reply(text)) != len(one_reply(text))
 
 
 def test_another_language_keeps_its_numbers_for_its_own_reader() -> None:
