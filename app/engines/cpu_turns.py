@@ -6,13 +6,18 @@ each other far more than their work adds up to: a 4-word clause took 480 ms to
 synthesize while the LLM wrote the two tokens it may run ahead, and 330 ms once the LLM
 had stopped (bench.latency's first clause). So a synthesis waits for the token being
 written, at most one, and the LLM waits for the synthesis; neither waits for the other
-to be read or played."""
+to be read or played.
+
+A plain lock does not keep that promise: the LLM's thread takes it back the moment it
+lets it go, before a waiting synthesis wakes, so a reply's first piece waited for one
+token after another (up to ~200 ms in bench.latency) until the LLM ran out of slack. A
+synthesis that asks for a turn is therefore served before the LLM's next token."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -20,18 +25,42 @@ T = TypeVar("T")
 
 class CpuTurns:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._taken = False
+        self.asking = 0  # turns asked for with turn() and not yet begun
 
-    def turn(self) -> AbstractContextManager[bool]:
-        """Held while one engine call runs (a worker thread's, never the event loop's)."""
-        return self._lock
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Held while one engine call runs (a worker thread's, never the event loop's),
+        begun before the next of each()'s items."""
+        with self._changed:
+            self.asking += 1
+            try:
+                self._changed.wait_for(lambda: not self._taken)
+            finally:
+                self.asking -= 1
+            self._taken = True
+        try:
+            yield
+        finally:
+            self._give_back()
 
     def each(self, items: Iterator[T]) -> Iterator[T]:
-        """`items`, each computed in a turn of its own, none held between them."""
+        """`items`, each computed in a turn of its own, none held between them, and none
+        begun while a turn() is asked for."""
         while True:
-            with self._lock:
-                try:
-                    item = next(items)
-                except StopIteration:
-                    return
+            with self._changed:
+                self._changed.wait_for(lambda: not self._taken and not self.asking)
+                self._taken = True
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            finally:
+                self._give_back()
             yield item
+
+    def _give_back(self) -> None:
+        with self._changed:
+            self._taken = False
+            self._changed.notify_all()

@@ -231,11 +231,14 @@ class KokoroTTS:
     def _start_sync(self, text: str, voice: str, speed: float, language: str) -> Speech | _Started:
         """The piece's first part, or the whole of it when it is not to be cut."""
         split = self._split
-        features = self._features(split, text, voice, speed, language) if split else None
-        if split is None or features is None:
+        front = self._front_inputs(text, voice, language) if split else None
+        if split is None or front is None:
             return self._synthesize_sync(text, voice, speed, language)
-        first = first_frames(features.frames, self._ms_per_frame)
+        # One turn from the front to the first part's audio: the LLM writes no token
+        # between them, while the listener waits.
         with self._turns.turn():
+            features = split.features(*front, speed)
+            first = first_frames(features.frames, self._ms_per_frame)
             begun = time.perf_counter()
             if first is None:
                 whole = split.decode(features, 0, features.frames)
@@ -259,20 +262,18 @@ class KokoroTTS:
             self._paced(begun, started.features.frames)
         return Speech(tightened(after, KOKORO_RATE, started.text, head=False), KOKORO_RATE)
 
-    def _features(
-        self, split: SplitSession, text: str, voice: str, speed: float, language: str
-    ) -> Features | None:
-        """The front's output for `text`; None for a piece longer than one window of the
-        model (kokoro-onnx cuts those into several)."""
+    def _front_inputs(
+        self, text: str, voice: str, language: str
+    ) -> tuple[list[int], np.ndarray] | None:
+        """The front's tokens (padded) and style for `text`; None for a piece longer than
+        one window of the model (kokoro-onnx cuts those into several)."""
         lang, phonemes = self._phonemizer(text, language)
         tokenizer = self._kokoro.tokenizer
         tokens = tokenizer.tokenize(phonemes or tokenizer.phonemize(text, lang))
         styles = self._kokoro.voices[voice] if voice in self.voices else None
         if not tokens or len(tokens) > MAX_TOKENS or styles is None:
             return None
-        style = styles[min(len(tokens), len(styles)) - 1]
-        with self._turns.turn():
-            return split.features([0, *tokens, 0], style, speed)
+        return [0, *tokens, 0], styles[min(len(tokens), len(styles)) - 1]
 
     def _paced(self, started: float, frames: int) -> None:
         """The decoder's pace, from a synthesis of `frames` begun at `started`."""

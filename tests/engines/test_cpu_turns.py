@@ -48,6 +48,33 @@ def test_turns_never_overlap_and_an_iterator_gives_way_between_items() -> None:
     assert not overlapping(tokens, syntheses)
 
 
+def test_a_turn_asked_for_goes_before_the_next_item() -> None:
+    """The LLM's thread lets its turn go and at once wants the next: a synthesis that is
+    waiting by then runs first, so it waits for one token at most, not for each one the
+    LLM may still write."""
+    turns, tokens, syntheses = CpuTurns(), [], []
+    synthesis = threading.Thread(target=lambda: _one_synthesis(turns, syntheses))
+
+    def written() -> Iterator[int]:
+        for token in range(10):
+            if token == 3:
+                synthesis.start()
+                while not turns.asking:  # it waits for this token's turn to end
+                    time.sleep(0.001)
+            yield timed(tokens, lambda t=token: time.sleep(0.002) or t)
+
+    assert list(turns.each(written())) == list(range(10))
+    synthesis.join()
+    [(_, synthesized)] = syntheses
+    assert tokens[3][1] <= syntheses[0][0], "the token being written ends first"
+    assert synthesized <= tokens[4][0], "the next token waits for the synthesis"
+
+
+def _one_synthesis(turns: CpuTurns, intervals: list[Interval]) -> None:
+    with turns.turn():
+        timed(intervals, lambda: time.sleep(0.02))
+
+
 async def test_the_servers_engines_take_turns(monkeypatch: Any) -> None:
     """load_engines' Kokoro and llama.cpp, as the server runs them: an LLM reply streamed
     while clauses are synthesized, neither's calls overlapping the other's."""
