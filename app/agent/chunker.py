@@ -43,8 +43,20 @@ FAR_PAST_LIMIT = 1.5
 # words after one that ends at a mark ("Yes.", "Sure,"): a pause there is natural, and
 # the next piece is not cut to a word ("here" / "is the answer").
 LIMIT_BASE_CHARS = 16
+# A word whose letters end at a mark is whole before the space after it comes: its clause
+# goes to the voice a token (~40 ms on two cores) sooner. Not after a digit ("3.5",
+# "1,000"), a single letter ("J. R. R.") or an abbreviation.
+_MARKED_WORD = re.compile(r"(?:^|\s)\S*[^\W\d_]{2}[.,;:!?]$")
+ABBREVIATION = re.compile(
+    r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No)\.)$", re.IGNORECASE
+)
 # Markdown and symbols that TTS would read out or choke on.
 _UNSPEAKABLE = re.compile(r"[*_#`~<>|\[\]{}]+")
+
+
+def ends_marked_word(text: str) -> bool:
+    """Whether `text` ends with a whole word and a mark after it, the space yet to come."""
+    return bool(_MARKED_WORD.search(text)) and not ABBREVIATION.search(text)
 
 
 def speakable(text: str) -> str:
@@ -107,10 +119,11 @@ class ClauseChunker:
         """Index just past a boundary in the buffer, or None to keep waiting.
 
         A punctuation mark counts only once whitespace follows it, so "3.5" and
-        "1,000" are not cut. A later piece that reaches its limit mid-sentence
-        is cut there only once LOOKAHEAD_WORDS more have come with no boundary among
-        them: a boundary that close is a better cut, and a cut at the limit never
-        leaves a scrap of two or three words to be spoken on its own.
+        "1,000" are not cut, or where it ends the buffer after a word's letters
+        (ends_marked_word). A later piece that reaches its limit mid-sentence is cut
+        there only once LOOKAHEAD_WORDS more have come with no boundary among them: a
+        boundary that close is a better cut, and a cut at the limit never leaves a
+        scrap of two or three words to be spoken on its own.
         """
         first = self._emitted == 0
         clause_min = self._first_min if first else self._clause_min
@@ -131,7 +144,8 @@ class ClauseChunker:
         strong = weak = 0  # where the last phrase boundary of each kind (phrase_boundary) is
         number = 0  # where the number the last word is in begins (_number_from)
         before_number = 0  # that, where the limit was reached in a number's words
-        for index, char in enumerate(self._buffer):
+        text = self._buffer + " " if ends_marked_word(self._buffer) else self._buffer
+        for index, char in enumerate(text):
             run = 0 if char.isspace() else run + 1
             if run > max(max_words * CHARS_PER_WORD, RUN_MIN_CHARS):
                 return index

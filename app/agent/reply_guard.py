@@ -11,11 +11,11 @@ where a small model goes wrong in ways a listener hears at once.
   ends on a sentence. Given a number of `sentences`, it ends after that many (of three
   words or more: "Sure!" is not counted).
 
-Words pass only once complete (whitespace after them), so a tag is seen before its
-words reach TTS. The first sentence passes word by word, for the voice to start soon;
-each later one passes whole once it ends, while the one before is still playing, so
-that a repeat or the limit is seen before any of it is heard. Tool-call deltas pass
-untouched.
+Words pass only once complete (whitespace after them, or a mark after their letters:
+chunker.ends_marked_word), so a tag is seen before its words reach TTS. The first
+sentence passes word by word, for the voice to start soon; each later one passes whole
+once it ends, while the one before is still playing, so that a repeat or the limit is
+seen before any of it is heard. Tool-call deltas pass untouched.
 """
 
 from __future__ import annotations
@@ -44,9 +44,6 @@ CLAUSE_MARKS = SENTENCE_END + chunker.CLAUSE_END + chunker.WIDE_CLAUSE_END
 # at RUN_CHARS, as the chunker cuts it.
 _WORD = re.compile(r"[^\s。！？、，；：]*[。！？、，；：]\s*|\S+\s+")
 RUN_CHARS = 40
-_ABBREVIATION = re.compile(
-    r"(?:\b(?:[A-Za-z]\.){2,}|\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No)\.)$", re.IGNORECASE
-)
 # A run of n words said again at once is a loop when repeated this often: a word four
 # times ("ha ha ha ha"), two or three words three times, a longer run twice.
 LONGEST_RUN = 16
@@ -68,6 +65,7 @@ class ReplyGuard:
         self._words_in_sentence = 0  # since the last sentence end, abbreviations aside
         self._hard = self._soft + max(self._soft // 2, 10)
         self._pending = ""  # text not yet judged: at most an incomplete word
+        self._spaced = False  # a word was judged before its space came: the space is owed
         self._held = ""  # the sentence under way, after the first: said once it ends
         self._said: list[str] = []  # every word judged, normalized
         self._sentence: list[str] = []  # the sentence under way, normalized
@@ -84,6 +82,11 @@ class ReplyGuard:
         """The text that may be said now, from what has come so far."""
         self._pending += delta
         out = []
+        if self._spaced and self._pending:
+            self._spaced = False
+            space = len(self._pending) - len(self._pending.lstrip())
+            self._held += self._pending[:space]  # said with the word after it
+            self._pending = self._pending[space:]
         end = 0
         for match in _WORD.finditer(self._pending):
             if self.stopped is not None:
@@ -91,6 +94,9 @@ class ReplyGuard:
             end = match.end()
             out.append(self._judge(match.group()))
         self._pending = self._pending[end:]
+        if self.stopped is None and chunker.ends_marked_word(self._pending):
+            out.append(self._judge(self._pending))
+            self._pending, self._spaced = "", True
         if len(self._pending) > RUN_CHARS and self.stopped is None:
             out.append(self._judge(self._pending))
             self._pending = ""
@@ -152,7 +158,7 @@ class ReplyGuard:
                 self._sentence = []
                 # "Sure!" or "Hi there!" opens a reply; it is no sentence of the answer,
                 # and "9 a.m." ends none.
-                if not _ABBREVIATION.search(bare):
+                if not chunker.ABBREVIATION.search(bare):
                     if self._words_in_sentence >= 3:
                         self._sentences_left -= 1
                     self._words_in_sentence = 0

@@ -151,11 +151,18 @@ def test_numbers_and_decimals_are_not_cut() -> None:
     assert pieces == ["It costs 3.50 dollars,", "or 1,000 yen in total today."]
 
 
-def test_a_piece_waits_for_whitespace_after_the_mark() -> None:
+def test_a_mark_after_a_words_letters_ends_a_piece_before_the_next_token() -> None:
+    """The voice starts on "Hello there." without waiting for the token after it; a mark
+    after a digit, an initial or an abbreviation may go on ("3.5", "J. R.", "Dr. Who"),
+    so there the piece waits for the whitespace."""
     chunker = ClauseChunker()
-    assert chunker.push("Hello there.") == []
-    assert chunker.push(" How") == ["Hello there."]
+    assert chunker.push("Hello there.") == ["Hello there."]
+    assert chunker.push(" How") == []
     assert chunker.flush() == ["How"]
+    for unsure in ("It is 3.", "Ask J.", "Ask Dr."):
+        chunker = ClauseChunker(first_min_words=1)
+        assert chunker.push(unsure) == [], unsure
+        assert chunker.push(" Yes") == [unsure], unsure
 
 
 def test_long_run_without_punctuation_is_cut_by_word_count() -> None:

@@ -63,7 +63,7 @@ def test_a_speaker_tag_that_opens_the_reply_is_not_said() -> None:
 @pytest.mark.parametrize(
     ("reply", "said"),
     [
-        ("Paris is the capital. User: And Germany? Assistant: Berlin.", "Paris is the capital. "),
+        ("Paris is the capital. User: And Germany? Assistant: Berlin.", "Paris is the capital."),
         ("Fine, thanks.\nQ: What is two plus two?\nA: Four.", "Fine, thanks.\n"),
         ("A: A: A: A: A: A: A: A: A:", ""),
         ("It is sunny today.<|im_end|><|im_start|>user", "It is sunny today."),
@@ -130,7 +130,7 @@ RAMBLE = (
 def test_a_reply_ends_after_its_sentences_and_an_opener_is_not_one() -> None:
     guard = ReplyGuard(50, sentences=2)
     out = "".join(guard.push(RAMBLE[i : i + 3]) for i in range(0, len(RAMBLE), 3))
-    assert out == "Sure! The moon orbits the Earth every 27 days. It has no air of its own. "
+    assert out == "Sure! The moon orbits the Earth every 27 days. It has no air of its own."
     assert guard.stopped == "length"
     hours = "It opens at 9 a.m. and shuts at 5 p.m. on weekdays. It is busy. It is big."
     assert run(hours, by=2, sentences=2) == (hours.removesuffix(" It is big.") + " ", "length")
