@@ -181,6 +181,8 @@ class ClauseChunker:
                     elif kind == 1:
                         weak = word_start
                     number = self._number_from(before, word_start, index, number)
+                    if at_soft_max is not None and not before_number and number > at_soft_max:
+                        before_number = number  # begun in the words read past the limit
                 if words >= max_words:
                     if not (first and self._phrases):
                         return index
