@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ LEAD_FRAMES = 6  # of the first part, padding that is cut (kokoro_edges)
 FRAME_MS = 25
 SAFETY = 1.3  # the whole's decoding, against the first part's playing time
 CROSSFADE = 240  # samples (10 ms) where the whole takes over from the first part
+PACE_WEIGHT = 0.3  # of the latest decoding in the decoder's pace
 
 
 def split_graph(source: str) -> tuple[str, str] | None:
@@ -112,6 +114,10 @@ class SplitSession:
         self.front, self.decoder = front, decoder
         self._model_path = model_path
         self._decoder_inputs = [i.name for i in decoder.get_inputs()]
+        # The decoder's own ms per frame, smoothed, over every synthesis: how long a first
+        # part must be. Timing whole syntheses instead (the front, kokoro-onnx's own work,
+        # the padding it trims) made it ~25% slower than it is, and first parts longer.
+        self.ms_per_frame = 0.0
 
     def get_inputs(self) -> Any:
         return self.front.get_inputs()
@@ -124,7 +130,7 @@ class SplitSession:
 
     def run(self, output_names: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         features = self._features(inputs)
-        return list(self.decoder.run(output_names, self._decoder_feed(features)))
+        return self._decoded(output_names, features, 0, features.frames)
 
     def features(self, tokens: list[int], style: np.ndarray, speed: float) -> Features:
         """The front's output for `tokens` (padded) in `style` at `speed`."""
@@ -152,13 +158,17 @@ class SplitSession:
 
     def decode(self, features: Features, start: int, end: int) -> np.ndarray:
         """Audio for frames [start, end), decoded from them alone."""
-        feed = self._decoder_feed(features, start, end)
-        return np.asarray(self.decoder.run(None, feed)[0], dtype=np.float32).ravel()
+        return np.asarray(self._decoded(None, features, start, end)[0], dtype=np.float32).ravel()
 
-    def _decoder_feed(
-        self, features: Features, start: int = 0, end: int | None = None
-    ) -> dict[str, np.ndarray]:
-        end = features.frames if end is None else end
+    def _decoded(self, names: Any, features: Features, start: int, end: int) -> list[np.ndarray]:
+        begun = time.perf_counter()
+        outputs = list(self.decoder.run(names, self._decoder_feed(features, start, end)))
+        latest = (time.perf_counter() - begun) * 1000 / max(end - start, 1)
+        known = self.ms_per_frame
+        self.ms_per_frame = latest if not known else known + PACE_WEIGHT * (latest - known)
+        return outputs
+
+    def _decoder_feed(self, features: Features, start: int, end: int) -> dict[str, np.ndarray]:
         values = (
             features.text[..., start:end],
             features.f0[..., 2 * start : 2 * end],

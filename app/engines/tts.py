@@ -18,8 +18,6 @@ from app.engines.kokoro_edges import tightened
 from app.engines.kokoro_graph import fast_graph
 from app.engines.kokoro_stream import (
     MAX_TOKENS,
-    RIGHT_CONTEXT,
-    SAMPLES_PER_FRAME,
     Features,
     SplitSession,
     first_frames,
@@ -35,7 +33,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 KOKORO_RATE = 24_000
-PACE_WEIGHT = 0.3  # of the latest synthesis in the decoder's pace
 # tts.optimization -> onnxruntime's GraphOptimizationLevel
 OPTIMIZATION = {
     "disabled": "ORT_DISABLE_ALL",
@@ -134,7 +131,6 @@ class KokoroTTS:
 
         split = split_graph(model) if settings.stream_first else None
         self._split = SplitSession(loaded(split[0]), loaded(split[1]), model) if split else None
-        self._ms_per_frame = 0.0  # the decoder's pace so far: how long a first part must be
         self._kokoro = Kokoro.from_session(self._split or loaded(model), voices)
         self.voices = sorted(self._kokoro.voices.keys())
         self._phonemizer = Phonemizer(settings.lang)
@@ -213,7 +209,6 @@ class KokoroTTS:
         lang, phonemes = self._phonemizer(text, language)
         try:
             with self._turns.turn():
-                started = time.perf_counter()
                 samples, rate = self._kokoro.create(
                     phonemes or text,
                     voice=voice,
@@ -221,7 +216,6 @@ class KokoroTTS:
                     lang=lang,
                     is_phonemes=bool(phonemes),
                 )
-                self._paced(started, len(samples) // SAMPLES_PER_FRAME)
         except (ValueError, RuntimeError) as exc:  # nothing speakable, unknown voice
             raise EngineError(
                 f"kokoro could not speak {text[:60]!r}: {exc}", code="tts_failed"
@@ -238,14 +232,11 @@ class KokoroTTS:
         # between them, while the listener waits.
         with self._turns.turn():
             features = split.features(*front, speed)
-            first = first_frames(features.frames, self._ms_per_frame)
-            begun = time.perf_counter()
+            first = first_frames(features.frames, split.ms_per_frame)
             if first is None:
                 whole = split.decode(features, 0, features.frames)
-                self._paced(begun, features.frames)
                 return Speech(tightened(whole, KOKORO_RATE, text), KOKORO_RATE)
             played, held = first_part(split, features, first)
-            self._paced(begun, first + RIGHT_CONTEXT)
         return _Started(
             Speech(tightened(played, KOKORO_RATE, text, tail=False), KOKORO_RATE),
             text,
@@ -257,9 +248,7 @@ class KokoroTTS:
     def _rest_sync(self, started: _Started) -> Speech:
         assert self._split is not None
         with self._turns.turn():
-            begun = time.perf_counter()
             after = rest(self._split, started.features, started.frames, started.held)
-            self._paced(begun, started.features.frames)
         return Speech(tightened(after, KOKORO_RATE, started.text, head=False), KOKORO_RATE)
 
     def _front_inputs(
@@ -274,14 +263,6 @@ class KokoroTTS:
         if not tokens or len(tokens) > MAX_TOKENS or styles is None:
             return None
         return [0, *tokens, 0], styles[min(len(tokens), len(styles)) - 1]
-
-    def _paced(self, started: float, frames: int) -> None:
-        """The decoder's pace, from a synthesis of `frames` begun at `started`."""
-        if frames <= 0:
-            return
-        latest = (time.perf_counter() - started) * 1000 / frames
-        known = self._ms_per_frame
-        self._ms_per_frame = latest if not known else known + PACE_WEIGHT * (latest - known)
 
     def close(self) -> None:
         self._gate.close()

@@ -11,12 +11,15 @@ import pytest
 
 from app.audio.resample import Resampler
 from app.config import TtsSettings
+from app.engines import kokoro_stream
 from app.engines.gate import Gate
 from app.engines.kokoro_stream import (
     FIRST_FRAMES,
     FRAME_MS,
     LEAD_FRAMES,
     RIGHT_CONTEXT,
+    Features,
+    SplitSession,
     first_frames,
 )
 from app.engines.tts import KokoroTTS, bundled_model_files
@@ -160,7 +163,7 @@ async def test_a_first_piece_in_parts_is_the_whole_piece_sooner(whisper: object)
         # The first part is as long as the decoder's pace so far asks (longer on a slower
         # or busier CPU: on a loaded run it was 0.47 of the piece); pinned to a pace this
         # CPU has when idle, so the check below is not a matter of timing.
-        tts._ms_per_frame = 4.0
+        tts._split.ms_per_frame = 4.0  # type: ignore[union-attr]
         parts = [speech.samples async for speech in tts.synthesize_parts(SENTENCE)]
         # While a call waits at an engine's gate, the piece is made once, whole.
         busy, let_go = Gate("busy", 1), threading.Event()
@@ -208,3 +211,31 @@ def test_the_first_part_is_as_long_as_the_whole_takes_to_decode() -> None:
     assert (slower - LEAD_FRAMES) * FRAME_MS >= 9.0 * 120, "played before the whole is made"
     assert first_frames(FIRST_FRAMES + RIGHT_CONTEXT, 4.0) is None
     assert first_frames(120, 40.0) is None, "a decoder this slow: the piece whole"
+
+
+def test_the_pace_is_the_decoders_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first part is sized by what the decoder takes a frame, not by whole syntheses,
+    whose front and padding made it ~25% slower than it is (here 100 ms of front, 50 ms
+    of decoder for 10 frames: 5 ms a frame)."""
+    clock = [0.0]
+
+    class Ran:
+        def __init__(self, seconds: float, outputs: list[np.ndarray]) -> None:
+            self._seconds, self._outputs = seconds, outputs
+
+        def get_inputs(self) -> list[object]:
+            return [type("Input", (), {"name": name})() for name in ("t", "f", "e", "s")]
+
+        def run(self, names: object, feed: object) -> list[np.ndarray]:
+            clock[0] += self._seconds
+            return self._outputs
+
+    frames = 10
+    features = [np.zeros((1, 512, frames)), np.zeros((1, 2 * frames)), np.zeros((1, 2 * frames))]
+    split = SplitSession(Ran(0.1, features), Ran(0.05, [np.zeros(600 * frames)]), "kokoro.onnx")
+    monkeypatch.setattr(kokoro_stream.time, "perf_counter", lambda: clock[0])
+    split.run(None, {"style": np.zeros((1, 256))})
+    assert split.ms_per_frame == pytest.approx(5.0)
+    made = Features(features[0], features[1], features[2], np.zeros((1, 256)))
+    split.decode(made, 0, 5)  # 10 ms a frame, weighed in with the pace so far
+    assert split.ms_per_frame == pytest.approx(5.0 + kokoro_stream.PACE_WEIGHT * 5.0)
