@@ -10,8 +10,10 @@ to be read or played.
 
 A plain lock does not keep that promise: the LLM's thread takes it back the moment it
 lets it go, before a waiting synthesis wakes, so a reply's first piece waited for one
-token after another (up to ~200 ms in bench.latency) until the LLM ran out of slack. A
-synthesis that asks for a turn is therefore served before the LLM's next token."""
+token after another (up to ~200 ms in bench.latency) until the LLM ran out of slack. An
+urgent synthesis (a reply's first piece: its listener waits) that asks for a turn is
+therefore served before the LLM's next token. A later piece is not: it has audio ahead
+of it, and while it is made another call's LLM may be writing that call's first piece."""
 
 from __future__ import annotations
 
@@ -30,15 +32,16 @@ class CpuTurns:
         self.asking = 0  # turns asked for with turn() and not yet begun
 
     @contextmanager
-    def turn(self) -> Iterator[None]:
-        """Held while one engine call runs (a worker thread's, never the event loop's),
-        begun before the next of each()'s items."""
+    def turn(self, urgent: bool = False) -> Iterator[None]:
+        """Held while one engine call runs (a worker thread's, never the event loop's);
+        `urgent`: begun before the next of each()'s items."""
+        asks = int(urgent)
         with self._changed:
-            self.asking += 1
+            self.asking += asks
             try:
                 self._changed.wait_for(lambda: not self._taken)
             finally:
-                self.asking -= 1
+                self.asking -= asks
             self._taken = True
         try:
             yield
@@ -47,7 +50,7 @@ class CpuTurns:
 
     def each(self, items: Iterator[T]) -> Iterator[T]:
         """`items`, each computed in a turn of its own, none held between them, and none
-        begun while a turn() is asked for."""
+        begun while an urgent turn() is asked for."""
         while True:
             with self._changed:
                 self._changed.wait_for(lambda: not self._taken and not self.asking)

@@ -159,7 +159,9 @@ class KokoroTTS:
         language: str = "",
     ) -> Speech:
         voice, speed = voice or self._settings.voice, speed or self._settings.speed
-        return await self._gated(text, urgent, self._synthesize_sync, text, voice, speed, language)
+        return await self._gated(
+            text, urgent, self._synthesize_sync, text, voice, speed, language, urgent
+        )
 
     async def synthesize_parts(
         self,
@@ -179,7 +181,9 @@ class KokoroTTS:
         # is the whole's only nearly: another language, read by a Japanese voice, is
         # told apart by a narrower margin, and a German reply was heard as Polish.
         if Gate.anyone_waiting() or (language or ENGLISH) != ENGLISH:
-            yield await self._gated(text, True, self._synthesize_sync, text, voice, speed, language)
+            yield await self._gated(
+                text, True, self._synthesize_sync, text, voice, speed, language, True
+            )
             return
         started = await self._gated(text, True, self._start_sync, text, voice, speed, language)
         if isinstance(started, Speech):
@@ -205,10 +209,13 @@ class KokoroTTS:
             message = f"kokoro failed on {text[:60]!r}: {exc!r}"
             raise EngineError(message, code="tts_failed") from exc
 
-    def _synthesize_sync(self, text: str, voice: str, speed: float, language: str = "") -> Speech:
+    def _synthesize_sync(
+        self, text: str, voice: str, speed: float, language: str = "", urgent: bool = False
+    ) -> Speech:
+        """`urgent`: a reply's first piece, which goes before the LLM's next token."""
         lang, phonemes = self._phonemizer(text, language)
         try:
-            with self._turns.turn():
+            with self._turns.turn(urgent):
                 samples, rate = self._kokoro.create(
                     phonemes or text,
                     voice=voice,
@@ -227,10 +234,10 @@ class KokoroTTS:
         split = self._split
         front = self._front_inputs(text, voice, language) if split else None
         if split is None or front is None:
-            return self._synthesize_sync(text, voice, speed, language)
+            return self._synthesize_sync(text, voice, speed, language, True)
         # One turn from the front to the first part's audio: the LLM writes no token
         # between them, while the listener waits.
-        with self._turns.turn():
+        with self._turns.turn(urgent=True):
             features = split.features(*front, speed)
             first = first_frames(features.frames, split.ms_per_frame)
             if first is None:
@@ -247,7 +254,7 @@ class KokoroTTS:
 
     def _rest_sync(self, started: _Started) -> Speech:
         assert self._split is not None
-        with self._turns.turn():
+        with self._turns.turn(urgent=True):
             after = rest(self._split, started.features, started.frames, started.held)
         return Speech(tightened(after, KOKORO_RATE, started.text, head=False), KOKORO_RATE)
 

@@ -49,9 +49,9 @@ def test_turns_never_overlap_and_an_iterator_gives_way_between_items() -> None:
 
 
 def test_a_turn_asked_for_goes_before_the_next_item() -> None:
-    """The LLM's thread lets its turn go and at once wants the next: a synthesis that is
-    waiting by then runs first, so it waits for one token at most, not for each one the
-    LLM may still write."""
+    """The LLM's thread lets its turn go and at once wants the next: an urgent synthesis
+    (a reply's first piece) waiting by then runs first, so it waits for one token at
+    most, not for each one the LLM may still write."""
     turns, tokens, syntheses = CpuTurns(), [], []
     synthesis = threading.Thread(target=lambda: _one_synthesis(turns, syntheses))
 
@@ -71,7 +71,7 @@ def test_a_turn_asked_for_goes_before_the_next_item() -> None:
 
 
 def _one_synthesis(turns: CpuTurns, intervals: list[Interval]) -> None:
-    with turns.turn():
+    with turns.turn(urgent=True):
         timed(intervals, lambda: time.sleep(0.02))
 
 
