@@ -153,13 +153,14 @@ def test_numbers_and_decimals_are_not_cut() -> None:
 
 def test_a_mark_after_a_words_letters_ends_a_piece_before_the_next_token() -> None:
     """The voice starts on "Hello there." without waiting for the token after it; a mark
-    after a digit, an initial or an abbreviation may go on ("3.5", "J. R.", "Dr. Who"),
-    so there the piece waits for the whitespace."""
+    after a digit, an initial, an abbreviation or the start of an address may go on
+    ("3.5", "J. R.", "Dr. Who", "https://", "www.example.com"), so there the piece waits
+    for the whitespace, and the spoken form sees the address whole."""
     chunker = ClauseChunker()
     assert chunker.push("Hello there.") == ["Hello there."]
     assert chunker.push(" How") == []
     assert chunker.flush() == ["How"]
-    for unsure in ("It is 3.", "Ask J.", "Ask Dr."):
+    for unsure in ("It is 3.", "Ask J.", "Ask Dr.", "See https:", "Go to www.", "Ask bob@x."):
         chunker = ClauseChunker(first_min_words=1)
         assert chunker.push(unsure) == [], unsure
         assert chunker.push(" Yes") == [unsure], unsure
