@@ -29,7 +29,7 @@ class CpuTurns:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._taken = False
-        self.asking = 0  # turns asked for with turn() and not yet begun
+        self.asking = 0  # urgent turns asked for and not yet begun
 
     @contextmanager
     def turn(self, urgent: bool = False) -> Iterator[None]:
