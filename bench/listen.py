@@ -58,11 +58,11 @@ class Heard:
     pieces: list[str]
 
 
-def pieces_of(text: str, first_words: int, growth: float = 2.0) -> list[str]:
+def pieces_of(text: str, first_words: int) -> list[str]:
     """The pieces the server cuts `text` into, its words arriving one by one, before it
     knows how fast pieces are made (then it sizes each by the audio ahead of it,
     app/agent/pacing.py, which this bench without an LLM does not play out)."""
-    chunker = ClauseChunker(first_max_words=first_words, growth=growth, phrases=True)
+    chunker = ClauseChunker(first_max_words=first_words, phrases=True)
     pieces: list[str] = []
     for word in text.split(" "):
         pieces += chunker.push(word + " ")

@@ -149,7 +149,7 @@ class ClauseChunker:
         word_start = before = 0  # where the word in hand starts, and the one before it
         strong = weak = 0  # where the last phrase boundary of each kind (phrase_boundary) is
         number = 0  # where the number the last word is in begins (_number_from)
-        before_number = 0  # that, where the limit was reached in a number's words
+        before_number = 0  # that, for a number the limit falls in or just before
         text = self._buffer + " " if ends_marked_word(self._buffer) else self._buffer
         for index, char in enumerate(text):
             run = 0 if char.isspace() else run + 1
