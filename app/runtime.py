@@ -99,6 +99,7 @@ class Runtime:
                     self._engines,
                     first_chunk_words=self.settings.tts.first_chunk_words,
                     max_spoken_words=self.settings.llm.max_spoken_words,
+                    work_out=self.settings.llm.work_out,
                 )
             self.turn_model = await self._load_turn_model()
             self.voice_model = await self._load_voice_model()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -28,7 +29,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.agent.reckoning import with_workings
 from app.agent.reply_rules import reply_rules
+from app.agent.spoken_form import ordinal_words
 from app.config import LlmSettings
 from app.engines.llama import LlamaCppLLM
 from app.engines.llm_models import installed
@@ -76,7 +79,9 @@ class Question:
     tools: tuple[Tool, ...] = ()
     before: tuple[tuple[str, str], ...] = ()  # earlier turns: (the user's, the agent's)
     avoid: tuple[str, ...] = ()  # what a right answer never says (regular expressions)
-    held_out: bool = False  # never looked at while choosing the model or the prompt
+    # "tuned": looked at while choosing the model and prompt; "held out": not; "blind":
+    # written by someone who had not seen the agent's code either.
+    part: str = "tuned"
 
 
 def q(
@@ -91,8 +96,32 @@ def q(
     return Question(kind, text, expect, tools, before, avoid)
 
 
-def held_out(*questions: Question) -> list[Question]:
-    return [dataclasses.replace(question, held_out=True) for question in questions]
+def held_out(*questions: Question, part: str = "held out") -> list[Question]:
+    return [dataclasses.replace(question, part=part) for question in questions]
+
+
+def forms(answers: str) -> tuple[str, ...]:
+    """ "16|sixteen" -> any one of these."""
+    return tuple(answers.split("|"))
+
+
+PARTS = ("tuned", "held out", "blind")
+
+
+def chosen(part: str, kind: str | None = None) -> list[Question]:
+    """The questions of `part` ("both": every one), and of `kind` where given."""
+    wanted = PARTS if part == "both" else (part.replace("-", " "),)
+    return [q for q in QUESTIONS if q.part in wanted and kind in (None, q.kind)]
+
+
+def parts_line(judged: list[tuple[Question, bool]]) -> str:
+    """Right answers in each part asked: "tuned: 37/42, held out: 29/40"."""
+    return ", ".join(
+        f"{part}: {sum(ok for q, ok in judged if q.part == part)}"
+        f"/{sum(q.part == part for q, _ in judged)}"
+        for part in PARTS
+        if any(q.part == part for q, _ in judged)
+    )
 
 
 BOTH = (LIGHTS, WEATHER)
@@ -101,6 +130,17 @@ PRETENDS = ("i'll book", "i've booked", "booked", "i'll order", "i've ordered",
             "i'll call", "i've set", "i'll set", "i'll send", "i've sent", "sure, i'll",
             r"sure, i can(?!'t| ?not)", r"yes, i can(?!'t| ?not)")  # fmt: skip
 NOT_MINE = ("openai", "chatgpt", "gpt-", "google", "anthropic", "microsoft")
+
+# The real day, for the questions that ask it: by the clock the server and bench share.
+_TODAY = dt.date.today()
+TODAY_WEEKDAY = _TODAY.strftime("%A").lower()
+_SUFFIX = (
+    "th" if _TODAY.day in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(_TODAY.day % 10, "th")
+)
+TODAY_DATE = (
+    _TODAY.strftime("%B").lower(),
+    (str(_TODAY.day), f"{_TODAY.day}{_SUFFIX}", ordinal_words(_TODAY.day)),
+)
 
 # The first half is the one prompts and models were tuned on (the first 32 are
 # bench.answers' original set); the second is held out.
@@ -202,6 +242,59 @@ QUESTIONS = [
         q("tool", "How hot is it in Madrid right now?", "get_weather", "madrid", tools=BOTH),
         q("tool", "Lights on in the garage, please.", "set_lights", "garage", tools=BOTH),
     ),
+    # Written on 2026-12-06 by a helper that had seen none of the project, to measure
+    # app/agent/reckoning.py on phrasings it was not written for (the answers are theirs).
+    *held_out(
+        q("reasoning", "What's twelve times fifteen?",
+          forms("180|one hundred eighty|one hundred and eighty")),
+        q("reasoning", "How much is 250 minus 87?",
+          forms("163|one hundred sixty three|one hundred sixty-three|one hundred and sixty "
+                "three|one hundred and sixty-three")),
+        q("reasoning", "What is fifteen percent of eighty?", forms("12|twelve")),
+        q("reasoning", "What's half of three hundred and forty?",
+          forms("170|one hundred seventy|one hundred and seventy")),
+        q("reasoning", "Hey what's seventy two divided by eight?", forms("9|nine")),
+        q("reasoning", "Add up 45 and 38 and 17 for me.", forms("100|one hundred|a hundred")),
+        q("reasoning", "Um what's a quarter of two hundred?", forms("50|fifty")),
+        q("reasoning",
+          "If we split a ninety six dollar bill four ways how much does everybody pay?",
+          forms("24|twenty four|twenty-four|$24|24 dollars|twenty four dollars|twenty-four "
+                "dollars")),
+        q("conversion", "How many ounces are in a pound?", forms("16|sixteen")),
+        q("conversion", "What is five miles in kilometers?",
+          forms("8.05|8.047|8|eight|eight point zero five|eight point zero four seven|"
+                "about eight")),
+        q("conversion", "Convert 100 fahrenheit to celsius.",
+          forms("37.8|37.78|38|thirty seven point eight|thirty-seven point eight|thirty "
+                "eight|thirty-eight")),
+        q("conversion", "How many cups in a gallon?", forms("16|sixteen")),
+        q("conversion", "How many minutes are in three and a half hours?",
+          forms("210|two hundred ten|two hundred and ten")),
+        q("conversion", "What's seventy kilos in pounds?",
+          forms("154.3|154.32|154|one hundred fifty four|one hundred fifty-four|one hundred and "
+                "fifty four|one hundred fifty four point three|"
+                "one hundred fifty-four point three")),
+        q("conversion", "How far is a 10k in miles?",
+          forms("6.2|6.21|6.214|six point two|six point two one|about six point two")),
+        q("conversion", "About how many liters are in a gallon?",
+          forms("3.79|3.785|3.8|4|three point seven nine|three point seven eight five|three point"
+                " eight|four|about four")),
+        q("conversion", "How many feet is two meters?",
+          forms("6.56|6.6|6.562|six point five six|six point six|six and a half|about six and a "
+                "half")),
+        q("conversion", "Convert twenty five degrees celsius to fahrenheit.",
+          forms("77|seventy seven|seventy-seven")),
+        q("days", "If today's tuesday what day will it be in ten days?", forms("friday")),
+        q("days", "If christmas falls on a thursday what day is new year's day?",
+          forms("thursday")),
+        q("days", "What day of the week is it today?", TODAY_WEEKDAY),
+        q("days", "If my birthday's on a monday what day was three days before that?",
+          forms("friday")),
+        q("days", "What's the date today?", *TODAY_DATE),
+        q("days", "If march first is a sunday what day of the week is march fifteenth?",
+          forms("sunday")),
+        part="blind",
+    ),
 ]  # fmt: skip
 
 
@@ -232,7 +325,8 @@ async def ask(llm: LlamaCppLLM, settings: LlmSettings, question: Question) -> As
     started = time.perf_counter()
     first: float | None = None
     parts: list[str] = []
-    stream = llm.stream(messages, tools=list(question.tools) or None, tokens=tokens)
+    told = with_workings(messages, ENGLISH) if settings.work_out else messages
+    stream = llm.stream(told, tools=list(question.tools) or None, tokens=tokens)
     reply, guard = reply_rules(
         stream, messages, language=ENGLISH, acts=bool(question.tools),
         soft_words=settings.max_spoken_words,
@@ -255,11 +349,9 @@ def percentile(values: list[float], p: float) -> float:
 
 
 async def measure(
-    path: str, runs: int, threads: int, show_wrong: bool, prompt: str, questions: list[Question]
+    settings: LlmSettings, runs: int, show_wrong: bool, questions: list[Question]
 ) -> None:
-    settings = LlmSettings(
-        model_path=path, n_threads=threads, **({"system_prompt": prompt} if prompt else {})
-    )
+    path = settings.model_path
     llm = await asyncio.to_thread(LlamaCppLLM, settings)
     asked = [await ask(llm, settings, question) for _ in range(runs) for question in questions]
     await llm.aclose()
@@ -272,17 +364,10 @@ async def measure(
     firsts = [a.first_token_s * 1000 for a in asked]
     rates = [a.tokens_per_s for a in asked if a.tokens_per_s]
     total = sum(right(a.question, a.answer) for a in asked)
-    halves = {
-        name: [a for a in asked if a.question.held_out == out]
-        for name, out in (("tuned on", False), ("held out", True))
-    }
     size_mib = os.path.getsize(path) / 2**20  # noqa: ASYNC240
     print(f"\n{Path(path).name}  ({size_mib:.0f} MiB)")
     print(f"  right: {total}/{len(asked)}  ({per_kind})")
-    print("  " + ", ".join(
-        f"{name}: {sum(right(a.question, a.answer) for a in half)}/{len(half)}"
-        for name, half in halves.items()
-    ))  # fmt: skip
+    print("  " + parts_line([(a.question, right(a.question, a.answer)) for a in asked]))
     print(f"  first token: p50 {percentile(firsts, 0.5):.0f} ms, "
           f"p95 {percentile(firsts, 0.95):.0f} ms;"
           f"  tokens/s p50 {statistics.median(rates) if rates else 0:.1f}")  # fmt: skip
@@ -290,8 +375,8 @@ async def measure(
     print(f"  replies cut by the guard: {len(cuts)} ({', '.join(sorted(set(cuts))) or 'none'})")
     for a in asked:
         if show_wrong and not right(a.question, a.answer):
-            half = "held out" if a.question.held_out else "tuned on"
-            print(f"    wrong ({half}): {a.question.text!r} -> {json.dumps(a.answer)[:160]}")
+            print(f"    wrong ({a.question.part}): {a.question.text!r} -> "
+                  f"{json.dumps(a.answer)[:160]}")  # fmt: skip
 
 
 async def main() -> None:
@@ -304,19 +389,26 @@ async def main() -> None:
     parser.add_argument("--show-wrong", action="store_true")
     parser.add_argument("--prompt", default="", help="a system prompt (default: the server's)")
     parser.add_argument(
-        "--half", choices=("tuned", "held-out", "both"), default="both",
+        "--half", choices=("tuned", "held-out", "blind", "both"), default="both",
         help="tuned: only the half a prompt may be tuned on",
     )  # fmt: skip
+    parser.add_argument("--kind", help="only questions of this kind (days, tool, ...)")
+    parser.add_argument(
+        "--no-work-out", action="store_true", help="without app/agent/reckoning.py's notes"
+    )
     args = parser.parse_args()
     print(machine())
     paths = args.gguf or list(installed().values())
-    questions = [
-        question for question in QUESTIONS
-        if args.half == "both" or question.held_out == (args.half == "held-out")
-    ]  # fmt: skip
+    questions = chosen(args.half, args.kind)
     print(f"{len(questions)} questions x {args.runs}, {args.threads} threads")
     for path in paths:
-        await measure(path, args.runs, args.threads, args.show_wrong, args.prompt, questions)
+        settings = LlmSettings(
+            model_path=path,
+            n_threads=args.threads,
+            work_out=not args.no_work_out,
+            **({"system_prompt": args.prompt} if args.prompt else {}),
+        )
+        await measure(settings, args.runs, args.show_wrong, questions)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,14 @@ import statistics
 import tempfile
 import time
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import machine
-from bench.answers import QUESTIONS, Question, right
+from bench.answers import Question, chosen, parts_line, right
 from clients import AgentClient
 from tests.support.server import ServerProcess
 from tests.support.speech import transcribe
@@ -73,8 +74,16 @@ async def turn(client: AgentClient, audio: np.ndarray, replies: int) -> tuple[fl
     return ended, first
 
 
-async def ask(url: str, voice: Any, whisper: Any, question: Question) -> tuple[str, float]:
-    """What the caller heard back (or the tool the agent called), and voice to voice."""
+@dataclass(frozen=True, slots=True)
+class Heard:
+    question: Question
+    said: str  # what the caller heard back, or the tool the agent called
+    asked: str  # what the agent heard the question as
+    wrote: str  # the reply's own transcript: what the agent meant to say
+    v2v_s: float
+
+
+async def ask(url: str, voice: Any, whisper: Any, question: Question) -> Heard:
     client = AgentClient(url)
     await client.connect()
     try:
@@ -85,12 +94,17 @@ async def ask(url: str, voice: Any, whisper: Any, question: Question) -> tuple[s
             await turn(client, spoken(voice, said), n)
         replies = len(question.before) + 1
         ended, first = await turn(client, spoken(voice, question.text), replies)
+        heard = client.of_type("conversation.item.input_audio_transcription.completed")
+        asked = heard[-1]["transcript"] if heard else ""
         calls = client.of_type("response.function_call_arguments.done")
         if calls:
-            call = calls[-1]
-            return f"{call['name']} {call['arguments']}", first - ended
+            call = f"{calls[-1]['name']} {calls[-1]['arguments']}"
+            return Heard(question, call, asked, call, first - ended)
+        written = client.of_type("response.output_audio_transcript.done")
         audio = client.recording.audio(since=client.event_time("response.created", replies))
-        return transcribe(whisper, audio, client.recording.rate).strip(), first - ended
+        said = transcribe(whisper, audio, client.recording.rate).strip()
+        wrote = written[-1]["transcript"] if written else ""
+        return Heard(question, said, asked, wrote, first - ended)
     finally:
         await client.close()
 
@@ -102,30 +116,30 @@ async def measure(url: str, questions: list[Question]) -> None:
 
     voice = piper_voice()
     whisper = WhisperModel(bundled_model_path(), device="cpu", compute_type="int8")
-    heard: list[tuple[Question, str, float]] = []
+    heard: list[Heard] = []
     for question in questions:
         try:
-            said, v2v = await ask(url, voice, whisper, question)
+            one = await ask(url, voice, whisper, question)
         except TimeoutError as exc:
-            said, v2v = f"(no reply: {exc})", float("nan")
-        heard.append((question, said, v2v))
-        print(f"  {'right' if right(question, said) else 'WRONG'}: {question.text!r} -> "
-              f"{json.dumps(said)[:140]}", flush=True)  # fmt: skip
+            one = Heard(question, f"(no reply: {exc})", "", "", float("nan"))
+        heard.append(one)
+        ok = right(question, one.said)
+        print(f"  {'right' if ok else 'WRONG'}: {question.text!r} -> {json.dumps(one.said)[:140]}")
+        if not ok:
+            print(f"      heard as {one.asked!r}; wrote {json.dumps(one.wrote)[:140]}")
     kinds = list(dict.fromkeys(q.kind for q in questions))
     per_kind = ", ".join(
-        f"{kind} {sum(right(q, s) for q, s, _ in heard if q.kind == kind)}"
-        f"/{sum(q.kind == kind for q, _, _ in heard)}"
+        f"{kind} {sum(right(h.question, h.said) for h in heard if h.question.kind == kind)}"
+        f"/{sum(h.question.kind == kind for h in heard)}"
         for kind in kinds
     )
-    halves = ", ".join(
-        f"{name}: {sum(right(q, s) for q, s, _ in heard if q.held_out == out)}"
-        f"/{sum(q.held_out == out for q, _, _ in heard)}"
-        for name, out in (("tuned on", False), ("held out", True))
-        if any(q.held_out == out for q in questions)
-    )
-    times = sorted(v * 1000 for _, _, v in heard if v == v)
-    total = sum(right(q, s) for q, s, _ in heard)
-    print(f"\nright: {total}/{len(heard)}  ({per_kind})\n{halves}")
+    times = sorted(h.v2v_s * 1000 for h in heard if h.v2v_s == h.v2v_s)
+    total = sum(right(h.question, h.said) for h in heard)
+    print(f"\nright, as the caller heard it: {total}/{len(heard)}  ({per_kind})")
+    print(parts_line([(h.question, right(h.question, h.said)) for h in heard]))
+    # Right as written but not as heard: lost to the agent's voice or the bench's ears.
+    print("right, as the agent wrote it: "
+          + parts_line([(h.question, right(h.question, h.wrote)) for h in heard]))  # fmt: skip
     if times:
         p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
         print(f"voice to voice: p50 {statistics.median(times):.0f} ms, p95 {p95:.0f} ms")
@@ -135,17 +149,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--half", choices=("tuned", "held-out", "both"), default="held-out")
+    parser.add_argument(
+        "--half", choices=("tuned", "held-out", "blind", "both"), default="held-out"
+    )
     parser.add_argument("--kind", help="only questions of this kind (tool, fact, ...)")
     parser.add_argument("--url", help="an already running server (default: start one)")
     parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
     args = parser.parse_args()
-    questions = [
-        q
-        for q in QUESTIONS
-        if (args.half == "both" or q.held_out == (args.half == "held-out"))
-        and args.kind in (None, q.kind)
-    ]
+    questions = chosen(args.half, args.kind)
     print(machine())
     server = None
     if not args.url:

@@ -22,6 +22,7 @@ import numpy as np
 
 from app.agent.chunker import ClauseChunker
 from app.agent.pacing import Pace, Playout
+from app.agent.reckoning import with_workings
 from app.agent.reply_rules import reply_rules
 from app.agent.spoken_form import SpokenForm, said_length
 from app.agent.timings import TurnTimings
@@ -113,12 +114,14 @@ class AgentResponder:
         *,
         first_chunk_words: int = 4,
         max_spoken_words: int = 0,
+        work_out: bool = True,
     ) -> None:
         self._stt = engines.stt
         self._llm = engines.llm
         self._tts = engines.tts
         self._first_chunk_words = first_chunk_words
         self._max_spoken_words = max_spoken_words
+        self._work_out = work_out
         self._pace = Pace()
         self.voices = tuple(engines.tts.voices)
         self.languages = engines.stt.languages
@@ -155,8 +158,9 @@ class AgentResponder:
         acts = bool(request.tools) and (
             request.tool_choice != "none" or _answers_a_call(request.prompt)
         )
+        told = as_told(request.prompt, model=self._llm.model_name, tools=acts)
         deltas = self._llm.stream(
-            as_told(request.prompt, model=self._llm.model_name, tools=acts),
+            with_workings(told, request.language) if self._work_out else told,
             max_tokens=request.max_tokens,
             tools=request.tools,
             tool_choice=request.tool_choice,

@@ -33,6 +33,11 @@ _ONES = [
 ]  # fmt: skip
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
+# Each number word's value, for reading figures back out of words (app/agent/reckoning.py).
+WORD_VALUES = {word: n for n, word in enumerate(_ONES)} | {
+    word: 10 * n for n, word in enumerate(_TENS) if word
+}
+SCALE_VALUES = {"hundred": 100} | {name: scale for scale, name in _SCALES}
 _ORDINAL_WORDS = {
     "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
     "nine": "ninth", "twelve": "twelfth",

@@ -111,6 +111,11 @@ class LlmSettings(BaseModel):
         "and a sentence still open half as many words later is dropped. 0: no limit. A "
         "response that sets its own max_output_tokens is not held to it.",
     )
+    work_out: bool = Field(
+        True,
+        description="A sum, unit conversion or day of the week asked for in English is "
+        "worked out and given to the LLM beside the question (app/agent/reckoning.py).",
+    )
     timeout_s: float = Field(20.0, gt=0, description="Connect and per-read timeout.")
     first_token_timeout_s: float = Field(
         10.0,

@@ -1,7 +1,8 @@
 """What a caller hears back is right: ten questions spoken by Kokoro (not espeak-ng) to
 the default agent over WebRTC, each in a call of its own; the test's own Whisper hears
 the reply's audio, which must hold the answer for at least 8 of the 10. Asked who it is,
-it names itself, not a maker its model remembers from training."""
+it names itself, not a maker its model remembers from training; asked for a figure, it
+says the one worked out for it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ QUESTIONS = [
 
 
 WHO = "Who are you?"
+# Said without app/agent/reckoning.py's note, by Qwen2.5-Coder-0.5B: "Three days have 21 hours."
+FIGURE = "How many hours are in three days?"
 # Typed, since spoken its commas end the turn: Qwen2.5-Coder-0.5B, under the default
 # instructions, wrote it three paragraphs and a cut-off sentence, ~40 s of audio.
 RAMBLING = (
@@ -43,7 +46,7 @@ RAMBLING = (
 @pytest.fixture(scope="module")
 async def spoken() -> dict[str, np.ndarray]:
     """Each question as Kokoro says it, 48 kHz int16 as a microphone sends it."""
-    return await kokoro_caller([question for question, _ in QUESTIONS] + [WHO])
+    return await kokoro_caller([question for question, _ in QUESTIONS] + [WHO, FIGURE])
 
 
 async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str, str]:
@@ -91,6 +94,14 @@ async def test_asked_who_it_is_it_names_itself_and_its_model(
     assert re.search(r"\b(vera|assistant)\b", heard), (asked, said)
     assert re.search(r"\bcoder\b|\bmodel\b|point five|2\.5|0\.5", heard), (asked, said)
     assert not re.search(r"openai|chatgpt|\bgpt\b", heard), (asked, said)
+
+
+async def test_a_figure_asked_for_is_worked_out_not_guessed(
+    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+) -> None:
+    asked, said, written = await ask(agent_server.url, spoken[FIGURE], whisper)
+    for text in (written, said):
+        assert re.search(r"\b(72|seventy[- ]two)\b", text.lower()), (asked, written, said)
 
 
 async def test_a_rambling_question_gets_one_or_two_sentences(
