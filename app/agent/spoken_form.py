@@ -108,6 +108,7 @@ _QUOTE = re.compile(r"^\s*>+\s?", re.MULTILINE)
 _RULE = re.compile(r"^\s*(?:[-*_=]\s*){3,}$", re.MULTILINE)
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ONLY_A_MARKER = re.compile(r"^\s*(?:[-*+•#>]+|\d{1,3}[.)])\s*$")
+_ONLY_A_NUMBER = re.compile(r"^\s*(\d{1,3})[.)]\s*$")
 # Kokoro's "can't" is heard as "can" ("You can park here."), which turns a reply around.
 _CANT = re.compile(r"\b([Cc])an['’]t\b")
 _SPACES = re.compile(r"\s+")
@@ -270,9 +271,12 @@ class SpokenForm:
     def __init__(self, language: str = "") -> None:
         self._english = (language or ENGLISH) == ENGLISH
         self._in_code = False
+        # "12." alone: a list's marker if more follows, else the whole answer ("12.").
+        self._number = ""
 
     def __call__(self, clause: str) -> str:
         """`clause` as said; empty when nothing of it can be said."""
+        self._number = ""
         text = self._outside_code(clause)
         text = _IMAGE.sub(r"\1", text)
         text = _LINK.sub(r"\1", text)
@@ -284,8 +288,18 @@ class SpokenForm:
         text = _HEADING.sub("", text)
         text = _QUOTE.sub("", text)
         text = _LIST_MARK.sub("", text)
+        if number := _ONLY_A_NUMBER.match(text):
+            self._number = f"{number[1]}."
         if _ONLY_A_MARKER.match(text):
             return ""
+        return self._said(text)
+
+    def end(self) -> str:
+        """What is left to say once the reply has ended: a number it ended on alone."""
+        number, self._number = self._number, ""
+        return self._said(number) if number else ""
+
+    def _said(self, text: str) -> str:
         for pattern in (_BOLD, _STRIKE):
             text = pattern.sub(lambda m: m[m.lastindex or 0], text)
         text = _EMPHASIS.sub(r"\2", text)

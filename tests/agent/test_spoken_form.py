@@ -138,6 +138,8 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
     try:
         pieces = [piece async for piece in responder.speak(request)]
         as_written = await tts.synthesize(llm.answer)
+        llm.answer = "12."  # the whole reply: an answer, not a list's marker
+        number = [piece async for piece in responder.speak(request)]
     finally:
         tts.close()
 
@@ -152,3 +154,16 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
     assert read_out & heard(as_written.samples), "the voice reads markup as written"
     said = heard(np.concatenate([piece.speech.samples for piece in spoken]))
     assert "example" in said and not read_out & said, said
+    assert [p.text for p in number if isinstance(p, Piece) and p.text] == ["twelve."]
+
+
+def test_a_reply_that_is_only_a_number_is_said_and_a_list_marker_is_not() -> None:
+    """Asked "What is 15% of 80?", the 0.5B answered "12.", which was taken for a list's
+    marker and dropped: the caller heard nothing at all."""
+    answer = SpokenForm("en")
+    assert answer("12.") == ""
+    assert answer.end() == "twelve."
+    listed = SpokenForm("en")
+    said = [listed(clause) for clause in ("1.", "Gather the eggs.", "2.", "Whisk them.")]
+    assert said == ["", "Gather the eggs.", "", "Whisk them."]
+    assert listed.end() == ""
