@@ -288,8 +288,9 @@ def _shift(said: str) -> int | None:
 
 def _weekday(said: str, today: dt.date) -> str | None:
     days = "|".join(DAYS)
-    if m := re.search(rf"\bif (.+?)(?:'s| is| was| will be| falls)(?: on)?(?: a)? ({days})\b",
-                      said):  # fmt: skip
+    # "my birthdays on a Monday": Whisper's "birthday's"
+    verb = r"'s| is| was| will be| falls|s(?= on)"
+    if m := re.search(rf"\bif (.+?)(?:{verb})(?: on)?(?: a)? ({days})\b", said):
         known, day = m[1], DAYS.index(m[2])
         given = _OFFSETS.get(known)
         rest = said[m.end() :]
@@ -305,7 +306,8 @@ def _weekday(said: str, today: dt.date) -> str | None:
         answer = DAYS[(day + wanted) % 7].title()
         return f"if {known} is a {m[2].title()}, {told} is a {answer}"
     if m := re.search(
-        rf"\b(?:what|which) (?:day|date|day of the week) (?:is it|was it|will it be|is|was|will be)"
+        rf"\b(?:what|which) (?:day|date|day of (?:the|a) week) "
+        rf"(?:is it|was it|will it be|is|was|will be)"
         rf"(?: ({_WHEN}))?(?: it)?$|\bwhat is (?:the date|({_WHEN})'s date)(?: ({_WHEN}))?$",
         said,
     ):

@@ -54,6 +54,10 @@ def test_words_become_figures(said: str, written: str) -> None:
         ("Add up 45, 38 and 17.", "45 plus 38 plus 17 = 100"),
         ("How many minutes are in three and a half hours?", "3.5 hours = 210 minutes"),
         ("What day of the week is it today?", "today is Sunday, December 6, 2026"),
+        # As Whisper wrote them from a caller's voice.
+        ("What day of a week is it today?", "today is Sunday, December 6, 2026"),
+        ("If my birthdays on a Monday, what day was three days before that?",
+         "if my birthday is a Monday, 3 days before is a Friday"),
         ("What's the date tomorrow?", "tomorrow is Monday, December 7, 2026"),
     ],
 )  # fmt: skip
