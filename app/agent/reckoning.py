@@ -74,12 +74,11 @@ def plain(text: str) -> str:
     patterns below: "What's 9 + 6?" -> "what is 9 plus 6"."""
     said = text.lower().replace("\u2019", "'")
     said = re.sub(r"(?<=\d),(?=\d{3}\b)", "", said)  # 1,000
-    said = re.sub(r"(?<=\d)\s*([+×*/x÷=%])\s*(?=\d)", r" \1 ", said)
+    said = re.sub(r"(?<=\d)\s*([+×*x÷=%])\s*(?=\d)", r" \1 ", said)
     for symbol, word in (("+", "plus"), ("×", "times"), ("*", "times"), ("÷", "divided by"),
                          ("%", " percent"), ("°", " degrees ")):  # fmt: skip
         said = said.replace(symbol, f" {word} ")
     said = re.sub(r"(?<=\d) x (?=\d)", " times ", said)
-    said = re.sub(r"(?<=\d) / (?=\d)", " divided by ", said)
     said = re.sub(r"(?<=\d) - (?=\d)", " minus ", said)
     said = said.replace("what's", "what is").replace("how's", "how is")
     said = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", said)
@@ -111,7 +110,7 @@ def _units() -> dict[str, Unit]:
         ("mass", 1e-6, "milligram", "milligrams", "mg"),
         ("mass", 0.001, "gram", "grams", "grammes"),
         ("mass", 1.0, "kilogram", "kilograms", "kilo kilos kg kgs"),
-        ("mass", 1000.0, "tonne", "tonnes", "metric ton"),
+        ("mass", 1000.0, "tonne", "tonnes", ""),
         ("mass", 0.028349523125, "ounce", "ounces", "oz"),
         ("mass", 0.45359237, "pound", "pounds", "lb lbs"),
         ("mass", 6.35029318, "stone", "stone", "stones"),
@@ -197,7 +196,7 @@ def _temperature(amount: float, source: str, target: str) -> str | None:
     return f"{figure(amount)} degrees {source.title()} = {figure(value)} degrees {target.title()}"
 
 
-_SAME = {"multiplied by": "times", "over": "divided by", "x": "times"}
+_SAME = {"multiplied by": "times", "over": "divided by"}
 _OPERATOR = r"plus|minus|times|multiplied by|divided by|over"
 _PARTS = {"half": 2, "a half": 2, "a third": 3, "a quarter": 4, "a fifth": 5, "a tenth": 10}
 

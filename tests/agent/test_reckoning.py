@@ -79,6 +79,7 @@ def test_a_figure_asked_for_is_worked_out(question: str, answer: str) -> None:
         "What is ten divided by zero?",
         "How many meters are in a meter?",
         "I'm 5 feet 10 inches, what is that in centimeters?",
+        "What day of the week is 12/25?",
     ],
 )
 def test_nothing_to_work_out_is_left_alone(question: str) -> None:
