@@ -74,7 +74,7 @@ def plain(text: str) -> str:
     patterns below: "What's 9 + 6?" -> "what is 9 plus 6"."""
     said = text.lower().replace("\u2019", "'")
     said = re.sub(r"(?<=\d),(?=\d{3}\b)", "", said)  # 1,000
-    said = re.sub(r"(?<=\d)\s*([+×*x÷=%])\s*(?=\d)", r" \1 ", said)
+    said = re.sub(r"(?<=\d)\s*([+×*x÷%])\s*(?=\d)", r" \1 ", said)
     for symbol, word in (("+", "plus"), ("×", "times"), ("*", "times"), ("÷", "divided by"),
                          ("%", " percent"), ("°", " degrees ")):  # fmt: skip
         said = said.replace(symbol, f" {word} ")
@@ -88,14 +88,14 @@ def plain(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    dimension: str
     size: float  # in the dimension's base unit
     one: str
     many: str
 
 
-def _units() -> dict[str, Unit]:
-    table: dict[str, Unit] = {}
+def _units() -> dict[tuple[str, str], Unit]:
+    """Each unit by (dimension, any of its names)."""
+    table: dict[tuple[str, str], Unit] = {}
     rows = (
         # length, in metres
         ("length", 0.001, "millimeter", "millimeters", "millimetre millimetres mm"),
@@ -141,16 +141,16 @@ def _units() -> dict[str, Unit]:
         ("volume", 0.00492892159375, "teaspoon", "teaspoons", ""),
     )
     for dimension, size, one, many, others in rows:
-        unit = Unit(dimension, size, one, many)
+        unit = Unit(size, one, many)
         for name in (one, many, *others.split()):
-            table.setdefault(name, unit)
-            table[f"{dimension}:{name}"] = unit
+            table[dimension, name] = unit
     return table
 
 
 UNITS = _units()
 # Longest first, so "leap year" is one unit and not a "year".
-_UNIT = "|".join(sorted((re.escape(n) for n in UNITS if ":" not in n), key=len, reverse=True))
+_UNIT = "|".join(sorted({re.escape(name) for _, name in UNITS}, key=len, reverse=True))
+_DIMENSIONS = tuple(dict.fromkeys(dimension for dimension, _ in UNITS))
 _NUMBER = r"\d+(?:\.\d+)?"
 # Between a figure's parts, no other figure: "5 feet 10 inches in cm" is not 5 feet's.
 _NO_FIGURE = r"(?:(?!\d).)*?"
@@ -170,8 +170,8 @@ def figure(value: float) -> str:
 
 def _both(one: str, two: str) -> tuple[Unit, Unit] | None:
     """Units `one` and `two` of one dimension ("year" is in two: days, and decades)."""
-    for dimension in ("length", "mass", "time", "years", "volume"):
-        a, b = UNITS.get(f"{dimension}:{one}"), UNITS.get(f"{dimension}:{two}")
+    for dimension in _DIMENSIONS:
+        a, b = UNITS.get((dimension, one)), UNITS.get((dimension, two))
         if a and b:
             return a, b
     return None
