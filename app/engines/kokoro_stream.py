@@ -15,7 +15,8 @@ context (0.2 s now: RIGHT_CONTEXT) is 0.49-0.5 apart from the whole in log spect
 (the graph rewrite is 0.34 from the shipped file, another voice 1.6) and 15-20% quieter.
 The first part is as long as it must be for the whole to be ready before it has played,
 at the pace the decoder has kept so far: longer on a slower CPU, and no parts at all for
-a piece too short to gain.
+a piece too short to gain. It ends between two words, where the duration predictor put
+a space or a mark, so that a whole that comes late leaves a pause, not a broken word.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ from app.engines.parts import cache_dir
 
 log = logging.getLogger(__name__)
 
-VERSION = 1  # of the split: a cached pair from another version is not used
+VERSION = 2  # of the split: a cached pair from another version is not used
 # The decoder's inputs in kokoro-v1.0's export: text features (1, 512, T) aligned to
 # frames, and the F0 and energy curves (1, 2T).
 BOUNDARY = (
@@ -42,6 +44,11 @@ BOUNDARY = (
     "/encoder/Reshape_output_0",
     "/encoder/Reshape_1_output_0",
 )
+# Frames per token, as the duration predictor made them (rounded, at least one): where
+# each word begins and ends in the audio. The front gives it out beside the boundary.
+DURATIONS = "/encoder/Clip_output_0"
+# kokoro-v1.0's tokens for a space and the marks ;:,.!?—…"()“”: between words.
+BETWEEN_WORDS = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16})
 SAMPLES_PER_FRAME = 600
 MAX_TOKENS = 510  # one window of the model: kokoro-onnx cuts a longer piece in several
 FIRST_FRAMES = 28  # at least: ~0.5 s heard, once the padding before it is cut
@@ -54,6 +61,13 @@ FRAME_MS = 25
 SAFETY = 1.3  # the whole's decoding, against the first part's playing time
 CROSSFADE = 240  # samples (10 ms) where the whole takes over from the first part
 PACE_WEIGHT = 0.3  # of the latest decoding in the decoder's pace
+# The seam moves to the nearest place between words up to this many frames later or
+# earlier (0.25 s and 0.15 s of audio; 1-3 frames later on average, ~10 ms more
+# decoding): if the whole comes late on a busy CPU, the caller hears a pause between
+# words rather than a word broken in two ("The capi- -tal of Italy" was heard as "The
+# cup, but all of Italy").
+SEAM_LATER = 10
+SEAM_EARLIER = 6
 
 
 def split_graph(source: str) -> tuple[str, str] | None:
@@ -81,8 +95,9 @@ def split_graph(source: str) -> tuple[str, str] | None:
     log.info("cutting %s at its decoder into %s.*.onnx (once)", source, stem)
     extractor = onnx.utils.Extractor(model)
     inputs = [i.name for i in model.graph.input]
+    ends = [*BOUNDARY, DURATIONS] if DURATIONS in made else list(BOUNDARY)
     for part, (ins, outs) in (
-        (front, (inputs, list(BOUNDARY))),
+        (front, (inputs, ends)),
         (decoder, ([*BOUNDARY, "style"], [o.name for o in model.graph.output])),
     ):
         # Per process, renamed last: servers started side by side may each write it.
@@ -100,6 +115,8 @@ class Features:
     f0: np.ndarray  # (1, 2T)
     energy: np.ndarray  # (1, 2T)
     style: np.ndarray  # (1, 256)
+    # Frames between words (the middle of each space or mark), where known.
+    between_words: tuple[int, ...] = ()
 
     @property
     def frames(self) -> int:
@@ -114,6 +131,9 @@ class SplitSession:
         self.front, self.decoder = front, decoder
         self._model_path = model_path
         self._decoder_inputs = [i.name for i in decoder.get_inputs()]
+        self._outputs = list(BOUNDARY)
+        if DURATIONS in {o.name for o in front.get_outputs()}:
+            self._outputs.append(DURATIONS)
         # The decoder's own ms per frame, smoothed, over every synthesis: how long a first
         # part must be. Timing whole syntheses instead (the front, kokoro-onnx's own work,
         # the padding it trims) made it ~25% slower than it is, and first parts longer.
@@ -134,11 +154,20 @@ class SplitSession:
 
     def features(self, tokens: list[int], style: np.ndarray, speed: float) -> Features:
         """The front's output for `tokens` (padded) in `style` at `speed`."""
-        return self._features(self._front_feed(tokens, style, speed))
+        return self._features(self._front_feed(tokens, style, speed), tokens)
 
-    def _features(self, inputs: dict[str, np.ndarray]) -> Features:
-        text, f0, energy = self.front.run(list(BOUNDARY), inputs)
-        return Features(text, f0, energy, inputs["style"])
+    def _features(self, inputs: dict[str, np.ndarray], tokens: Sequence[int] = ()) -> Features:
+        text, f0, energy, *durations = self.front.run(self._outputs, inputs)
+        between: tuple[int, ...] = ()
+        if durations and len(tokens) == durations[0].size:
+            frames = np.asarray(durations[0]).ravel().astype(np.int64)
+            starts = np.cumsum(frames) - frames
+            between = tuple(
+                int(start + length // 2)
+                for token, start, length in zip(tokens, starts, frames, strict=True)
+                if token in BETWEEN_WORDS
+            )
+        return Features(text, f0, energy, inputs["style"], between)
 
     def _front_feed(
         self, tokens: list[int], style: np.ndarray, speed: float
@@ -184,6 +213,15 @@ def first_frames(frames: int, ms_per_frame: float) -> int | None:
     needed = (SAFETY * ms_per_frame * frames) / FRAME_MS + LEAD_FRAMES
     first = max(FIRST_FRAMES, int(np.ceil(needed)))
     return first if first + RIGHT_CONTEXT < frames else None
+
+
+def between_words(features: Features, first: int) -> int:
+    """Where a first part of about `first` frames ends: the nearest place between words
+    from SEAM_EARLIER frames before to SEAM_LATER after, the later of two as near; else
+    `first`. Never under FIRST_FRAMES, nor into the right context's last frames."""
+    low, high = max(first - SEAM_EARLIER, FIRST_FRAMES), features.frames - RIGHT_CONTEXT - 1
+    near = [at for at in features.between_words if low <= at <= min(first + SEAM_LATER, high)]
+    return min(near, key=lambda at: (abs(at - first), -at)) if near else first
 
 
 def first_part(

@@ -20,6 +20,7 @@ from app.engines.kokoro_stream import (
     MAX_TOKENS,
     Features,
     SplitSession,
+    between_words,
     first_frames,
     first_part,
     rest,
@@ -243,6 +244,7 @@ class KokoroTTS:
             if first is None:
                 whole = split.decode(features, 0, features.frames)
                 return Speech(tightened(whole, KOKORO_RATE, text), KOKORO_RATE)
+            first = between_words(features, first)
             played, held = first_part(split, features, first)
         return _Started(
             Speech(tightened(played, KOKORO_RATE, text, tail=False), KOKORO_RATE),

@@ -20,6 +20,7 @@ from app.engines.kokoro_stream import (
     RIGHT_CONTEXT,
     Features,
     SplitSession,
+    between_words,
     first_frames,
 )
 from app.engines.tts import KokoroTTS, bundled_model_files
@@ -65,6 +66,7 @@ def test_an_unavailable_provider_is_a_clear_error() -> None:
 
 
 SENTENCE = "Please call me back tomorrow morning about the new contract."
+ITALY = "The capital of Italy is Rome."
 
 
 @pytest.mark.parametrize(
@@ -213,6 +215,36 @@ def test_the_first_part_is_as_long_as_the_whole_takes_to_decode() -> None:
     assert first_frames(120, 40.0) is None, "a decoder this slow: the piece whole"
 
 
+async def test_a_first_part_ends_between_words(whisper: object) -> None:
+    """Should the whole come late (a busy CPU), the caller hears a pause between two
+    words: cut where the decoder's pace alone put it, "The capi- -tal of Italy" with
+    0.4 s between was heard as "The cup, but all of Italy"."""
+    tts = KokoroTTS(TtsSettings())
+    try:
+        tts._split.ms_per_frame = 4.0  # type: ignore[union-attr]
+        parts = [speech async for speech in tts.synthesize_parts(ITALY)]
+    finally:
+        tts.close()
+    assert len(parts) == 2
+    pause = np.zeros(int(0.4 * parts[0].rate), dtype=np.float32)
+    late = np.concatenate([parts[0].samples, pause, parts[1].samples])
+    heard = transcribe(whisper, (np.clip(late, -1, 1) * 32767).astype(np.int16), parts[0].rate)
+    assert words(heard) == words(ITALY), heard
+
+
+def test_the_seam_moves_to_the_nearest_place_between_words() -> None:
+    def cut(first: int, between: tuple[int, ...], frames: int = 200) -> int:
+        made = Features(np.zeros((1, 512, frames)), np.zeros(1), np.zeros(1), np.zeros(1))
+        made.between_words = between
+        return between_words(made, first)
+
+    assert cut(40, (30, 37, 44)) == 37, "the nearest, earlier"
+    assert cut(40, (36, 44)) == 44, "as near either way: later, for the whole's sake"
+    assert cut(40, (20, 60)) == 40, "none near: where the pace put it"
+    assert cut(FIRST_FRAMES + 2, (FIRST_FRAMES - 1,)) == FIRST_FRAMES + 2, "never too short"
+    assert cut(50, (58,), frames=58 + RIGHT_CONTEXT) == 50, "its right context kept"
+
+
 def test_the_pace_is_the_decoders_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first part is sized by what the decoder takes a frame, not by whole syntheses,
     whose front and padding made it ~25% slower than it is (here 100 ms of front, 50 ms
@@ -225,6 +257,9 @@ def test_the_pace_is_the_decoders_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
         def get_inputs(self) -> list[object]:
             return [type("Input", (), {"name": name})() for name in ("t", "f", "e", "s")]
+
+        def get_outputs(self) -> list[object]:
+            return []
 
         def run(self, names: object, feed: object) -> list[np.ndarray]:
             clock[0] += self._seconds

@@ -99,7 +99,7 @@ def as_whisper_hears(samples: np.ndarray, rate: int) -> np.ndarray:
 def transcribe(model: Any, samples: np.ndarray, rate: int = 48_000) -> str:
     """What Whisper hears in mono int16 audio at `rate` (e.g. a recorded reply)."""
     audio = as_whisper_hears(samples, rate)
-    segments, _ = model.transcribe(audio, language="en", beam_size=1)
+    segments, _ = model.transcribe(audio, language="en", beam_size=5)
     return " ".join(segment.text for segment in segments)
 
 
