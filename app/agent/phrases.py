@@ -9,6 +9,10 @@ there is none, before another word that opens a phrase ("to boil", "for you").""
 
 from __future__ import annotations
 
+from app.vocab.punctuation import CLAUSE_END, SENTENCE_END
+
+UTTERANCE_END = f" {SENTENCE_END}{CLAUSE_END}\u2026"  # what a transcriber ends one with
+
 # fmt: off
 # Words that open a clause of their own: a conjunction, a relative.
 PHRASE_OPENERS = frozenset((
@@ -28,6 +32,14 @@ NEEDS_NEXT = PHRASE_OPENERS | HELPERS | frozenset((
     "each", "very", "i", "you", "he", "she", "it", "we", "they", "i'm", "it's", "you're",
     "we're", "they're", "that's", "there's", "what", "how",
 ))
+# Words no English sentence ends on: said last, the speaker stopped before the rest
+# ("What is the capital of" ... "Japan?"). Not a pronoun or a helper ("How are you?",
+# "What is it?"), nor "like", "over", "before" ("What's it like?").
+UNFINISHED_AFTER = frozenset((
+    "the", "a", "an", "my", "your", "our", "their", "its", "of", "to", "for", "with",
+    "from", "by", "about", "into", "onto", "in", "on", "at", "as", "than", "and", "but",
+    "or", "nor", "because", "if", "very", "plus", "minus",
+))
 NUMBER_WORDS = frozenset((
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
@@ -43,6 +55,13 @@ PHRASE_MIN_WORDS = 2
 def plain(word: str) -> str:
     """`word` as the lists above spell it: lower case, no quotes or brackets around it."""
     return word.strip().lower().strip(QUOTES)
+
+
+def unfinished(utterance: str) -> bool:
+    """Whether an utterance stops before its end, its last word one no sentence ends on,
+    whatever mark a transcriber put after it ("What is the capital of?")."""
+    last = utterance.rstrip(UTTERANCE_END).rsplit(maxsplit=1)[-1:]
+    return bool(last) and plain(last[0]) in UNFINISHED_AFTER
 
 
 def phrase_boundary(before: str, word: str) -> int:

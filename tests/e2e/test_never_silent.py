@@ -1,9 +1,10 @@
 """After the caller's last words the agent is heard answering them: the default agent
 (Whisper, the embedded LLM, Kokoro) over real WebRTC, with a caller whose microphone
 reacts to what it hears and to the server's events. It speaks again at each moment of a
-reply's life, corrects itself, pauses inside a question and asks twice in a row; each
-time the test's own Whisper must hear the answer to the last words in the reply audio
-that follows them. On its own: `.venv/bin/python -m pytest tests/e2e/test_never_silent.py`.
+reply's life, corrects itself, pauses inside a question and inside a phrase, and asks
+twice in a row; each time the test's own Whisper must hear the answer to the last words
+in the reply audio that follows them. On its own:
+`.venv/bin/python -m pytest tests/e2e/test_never_silent.py`.
 
 The moments are the caller's: the server hears speech begin some 150 ms after it does
 (its voice detector's start), so "as the turn ends" lands while the turn is transcribed
@@ -37,6 +38,9 @@ CORRECTION = "Sorry, I mean Italy."
 ASKING = "I want to ask you something."
 JAPAN = "What is the capital of Japan?"
 SPAIN = "And what is the capital of Spain?"
+# Apart, "How many kilometers are in?" and "10 miles." were answered "ten kilometers.".
+STOPPED = "How many kilometres are in"
+FINISHED = "ten miles?"
 # Kokoro's voice says about 13 characters a second (75-88 ms each, measured); the caller
 # begins this long before the reply's predicted end, for the server to hear it start
 # within the reply's last moments.
@@ -126,6 +130,9 @@ SCENES = {
     "a self-correction": Scene(FRANCE, as_the_reply_begins, CORRECTION, ("rome",)),
     "a 1.5 s pause inside a question": Scene(ASKING, after_a_pause, JAPAN, ("tokyo",)),
     "two questions back to back": Scene(FRANCE, after_a_pause, SPAIN, ("madrid",)),
+    "a pause inside a phrase": Scene(
+        STOPPED, as_the_reply_begins, FINISHED, ("16.09", "sixteen point zero nine")
+    ),
 }
 
 

@@ -38,6 +38,44 @@ def test_the_prompt_sees_interrupted_replies_as_far_as_heard() -> None:
     assert history.find("item_2") is reply and history.find("nope") is None
 
 
+@pytest.mark.parametrize(
+    ("first", "then", "sent"),
+    [
+        # Whisper ends a fragment with a mark of its own: the words are what count.
+        ("What is the capital of?", "Japan?", ["What is the capital of Japan?"]),
+        ("Add up 45 and 38 and 17 for.", "me.", ["Add up 45 and 38 and 17 for me."]),
+        ("Tell me about the", "moon.", ["Tell me about the moon."]),
+        # Whole words, stopped at their end: a correction, a question after a prelude.
+        ("What is the capital of France?", "Sorry, I mean Italy.", None),
+        ("I want to ask you something.", "What is the capital of Japan?", None),
+        ("How are you?", "And what's your name?", None),
+        ("What's the weather like?", "In Paris.", None),
+    ],
+)
+def test_words_that_stopped_short_are_finished_by_the_next(
+    first: str, then: str, sent: list[str] | None
+) -> None:
+    history = History(max_items=10)
+    history.add(Message("user", first, "item_1", spoken=True))
+    history.add(Message("assistant", "", "item_2"))  # taken over before a word was heard
+    history.add(Message("user", then, "item_3", spoken=True))
+    users = [m["content"] for m in history.prompt("be brief", limit=10) if m["role"] == "user"]
+    assert users == (sent or [first, then])
+
+
+def test_only_spoken_words_with_no_reply_heard_between_are_joined() -> None:
+    history = History(max_items=10)
+    history.add(Message("user", "What is the capital of", "item_1", spoken=True))
+    history.add(Message("assistant", "The capital", "item_2", interrupted=True))
+    history.add(Message("user", "Japan?", "item_3", spoken=True))
+    history.add(Message("user", "Tell me about the", "item_4"))  # typed
+    history.add(Message("user", "moon.", "item_5", spoken=True))
+    sent = [m["content"] for m in history.prompt("be brief", limit=10)[1:]]
+    assert sent == ["What is the capital of", "The capital", "Japan?", "Tell me about the", "moon."]
+    kept = history.find("item_3")  # the item itself is as the user said it
+    assert kept is not None and kept.content == "Japan?"
+
+
 def conversation(count: int) -> History:
     history = History(max_items=100)
     for n in range(count):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from app.session import messages as msg
+from app.session.history import Message
 from tests.session.fakes import FakeLLM, FakeSTT, kinds, make_session, noise, silence, wait_for
 
 
@@ -39,6 +40,24 @@ async def test_a_speculative_reply_stays_silent_until_the_turn_ends() -> None:
     assert [m["role"] for m in engines.llm.prompts[0]] == ["system", "user"]
     assert len(session.history) == 2
     assert session.speculation.snapshot() == {"started": 1, "kept": 1, "dropped": 0}
+    await session.close()
+
+
+async def test_words_that_finish_the_last_ones_are_one_message_from_the_start() -> None:
+    """Words that stopped short, then the rest after a pause, with no reply heard between
+    them (app/session/history.py: continued): the speculative reply reads them as one."""
+    session, sent, audio, engines = make_session()
+    assert isinstance(engines.stt, FakeSTT) and isinstance(engines.llm, FakeLLM)
+    session.history.add(Message("user", "How many kilometers are in?", "item_0", spoken=True))
+    engines.stt.script = ["10 miles."]
+    session.push_audio(silence(300) + noise(800) + silence(300))  # paused, not ended
+    await asyncio.sleep(0.3)
+    session.push_audio(silence(300))
+    await wait_for(sent, msg.ReplyEnded)
+    assert session.speculation.snapshot()["kept"] == 1
+    asked = [m["content"] for m in engines.llm.prompts[0] if m["role"] == "user"]
+    assert len(asked) == 1 and asked[0].startswith("How many kilometers are in 10 miles."), asked
+    assert "16.09 kilometers" in asked[0], "and the figure in them is worked out"
     await session.close()
 
 

@@ -19,7 +19,7 @@ from app.agent.responders import Responder, SpeechRequest
 from app.audio.resample import Resampler
 from app.errors import EndOfStream, EngineError
 from app.session import messages as msg
-from app.session.history import ConversationTooLong, History, Message
+from app.session.history import ConversationTooLong, History, Message, finished
 from app.session.jobs import Announcement, ApprovedCall, Job, ReplyRequest, UserTurn
 from app.session.options import SessionOptions
 from app.session.server_tools import ServerTools
@@ -193,7 +193,9 @@ class Answerer:
         history already, and is not said twice. Words whose answer was taken over before
         it was heard stay a message of their own, the words after them the next: the LLM
         answers the last as corrected ("...France?", "Sorry, I mean Italy."), where
-        Qwen2.5-Coder-0.5B given them as one message answered the first (Paris)."""
+        Qwen2.5-Coder-0.5B given them as one message answered the first (Paris). Words
+        that stopped short ("What is the capital of") are finished by the next, in one
+        message (app/session/history.py: continued)."""
         coming = 0
         if turn is not None and self._history.find(turn.item_id) is not None:
             then = []
@@ -205,6 +207,9 @@ class Answerer:
             truncation=options.truncation,
             coming=coming,
         )
+        if coming and then and self._history.stopped_short():
+            start[-1]["content"] = finished(start[-1]["content"], then[0]["content"])
+            then = then[1:]
         return [*start, *then, *self._language_note()]
 
     def _heard_in(self, language: str) -> None:
