@@ -146,7 +146,7 @@ class History:
         they were heard. Raises ConversationTooLong if more would be needed and
         truncation is disabled. `coming`: messages still to be added, whose room is
         kept: the start of the prompt they will end."""
-        said = [m for m in self._messages if m.content or self._answered(m)]
+        said = [m for m in self._messages if self._in_prompt(m)]
         if len(said) + coming > limit:
             if truncation == "disabled":
                 raise ConversationTooLong(
@@ -187,8 +187,11 @@ class History:
     def stopped_short(self) -> bool:
         """Whether the newest words in the conversation are the user's, said and stopped
         short: the next words the user says finish them (`continued`)."""
-        last = next((m for m in reversed(self._messages) if m.content or self._answered(m)), None)
-        return last is not None and continued(last, Message("user", "", spoken=True))
+        last = next((m for m in reversed(self._messages) if self._in_prompt(m)), None)
+        return last is not None and _stops_short(last)
+
+    def _in_prompt(self, message: Message) -> bool:
+        return bool(message.content) or self._answered(message)
 
     def _answered(self, message: Message) -> bool:
         """A tool call the client answered, or an answer to a call still here: an
@@ -229,13 +232,12 @@ def continued(before: Message | None, after: Message) -> bool:
     to the LLM. Given them as two, Qwen2.5-Coder-0.5B answered "ten kilometers."; of 15
     such questions typed, it had 8 right apart and 11 joined. Words that are whole stay a
     message of their own, so that a correction is answered as corrected."""
-    return (
-        before is not None
-        and before.role == after.role == "user"
-        and before.spoken
-        and after.spoken
-        and unfinished(before.content)
-    )
+    return before is not None and _stops_short(before) and after.role == "user" and after.spoken
+
+
+def _stops_short(message: Message) -> bool:
+    """The user's spoken words, ending on a word no sentence ends on."""
+    return message.role == "user" and message.spoken and unfinished(message.content)
 
 
 def finished(begun: str | None, rest: str | None) -> str:
