@@ -62,6 +62,12 @@ class Pace:
         budget_s = PACE_HEADROOM * ahead_s - writing * LOOKAHEAD_WORDS * CHARS_PER_WORD
         return max(0.0, budget_s) / max(writing + saying, 1e-6)
 
+    def late(self, chars: int, ahead_s: float) -> bool:
+        """Whether a piece of `chars` characters, made at the pace pieces are being
+        made, would leave a hole after the `ahead_s` seconds still to play."""
+        saying = self.saying.per_unit
+        return saying is not None and saying * chars > ahead_s
+
 
 class Playout:
     """When a reply's audio so far will have played: each part plays after the one

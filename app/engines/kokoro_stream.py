@@ -207,10 +207,14 @@ class SplitSession:
         return dict(zip(self._decoder_inputs, values, strict=True))
 
 
-def first_frames(frames: int, ms_per_frame: float) -> int | None:
+def first_frames(frames: int, ms_per_frame: float, ahead_ms: float = 0.0) -> int | None:
     """How many frames the first part of a `frames`-long piece needs for the whole to be
-    decoded, at `ms_per_frame`, before it has played; None: decode the piece whole."""
-    needed = (SAFETY * ms_per_frame * frames) / FRAME_MS + LEAD_FRAMES
+    decoded, at `ms_per_frame`, before it has played, with `ahead_ms` of the reply's
+    audio still to play before it; None: decode the piece whole."""
+    # The whole is decoded once the first part is made, and the audio ahead covers
+    # what is left of it after the first part's own decoding.
+    covered = max(0.0, ahead_ms - ms_per_frame * (FIRST_FRAMES + RIGHT_CONTEXT))
+    needed = SAFETY * max(0.0, ms_per_frame * frames - covered) / FRAME_MS + LEAD_FRAMES
     first = max(FIRST_FRAMES, int(np.ceil(needed)))
     return first if first + RIGHT_CONTEXT < frames else None
 

@@ -79,7 +79,13 @@ class StreamingTextToSpeech(Protocol):
     """A voice that can make a piece in parts, the first heard before the rest is made."""
 
     def synthesize_parts(
-        self, text: str, *, voice: str | None = None, speed: float | None = None, language: str = ""
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        language: str = "",
+        ahead_s: float = 0.0,
     ) -> AsyncGenerator[Speech, None]: ...
 
 
@@ -171,11 +177,13 @@ class KokoroTTS:
         voice: str | None = None,
         speed: float | None = None,
         language: str = "",
+        ahead_s: float = 0.0,
     ) -> AsyncGenerator[Speech, None]:
-        """`text` as a reply's first piece, urgent: its first ~0.5 s as soon as it is
-        made, then the rest (kokoro_stream); one part when the piece is too short to
-        gain, the model cannot be cut, another call waits for an engine, or the reply is
-        not in English."""
+        """`text`, urgent, for a listener who will hear silence once the `ahead_s` seconds
+        of the reply still to play have played (a reply's first piece: 0): its first
+        part as soon as it is made, then the rest (kokoro_stream); one part when the piece
+        is too short to gain, the model cannot be cut, another call waits for an engine,
+        or the reply is not in English."""
         voice, speed = voice or self._settings.voice, speed or self._settings.speed
         # The first part is decoded twice: under load, that delays every reply waiting
         # behind this one (bench.capacity, 3 sessions: p50 2.6 -> 6.2 s). And its sound
@@ -186,7 +194,9 @@ class KokoroTTS:
                 text, True, self._synthesize_sync, text, voice, speed, language, True
             )
             return
-        started = await self._gated(text, True, self._start_sync, text, voice, speed, language)
+        started = await self._gated(
+            text, True, self._start_sync, text, voice, speed, language, ahead_s
+        )
         if isinstance(started, Speech):
             yield started
             return
@@ -230,7 +240,9 @@ class KokoroTTS:
             ) from exc
         return Speech(tightened(np.asarray(samples, dtype=np.float32), int(rate), text), int(rate))
 
-    def _start_sync(self, text: str, voice: str, speed: float, language: str) -> Speech | _Started:
+    def _start_sync(
+        self, text: str, voice: str, speed: float, language: str, ahead_s: float = 0.0
+    ) -> Speech | _Started:
         """The piece's first part, or the whole of it when it is not to be cut."""
         split = self._split
         front = self._front_inputs(text, voice, language) if split else None
@@ -240,7 +252,7 @@ class KokoroTTS:
         # between them, while the listener waits.
         with self._turns.turn(urgent=True):
             features = split.features(*front, speed)
-            first = first_frames(features.frames, split.ms_per_frame)
+            first = first_frames(features.frames, split.ms_per_frame, ahead_s * 1000)
             if first is None:
                 whole = split.decode(features, 0, features.frames)
                 return Speech(tightened(whole, KOKORO_RATE, text), KOKORO_RATE)

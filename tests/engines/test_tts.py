@@ -213,6 +213,13 @@ def test_the_first_part_is_as_long_as_the_whole_takes_to_decode() -> None:
     assert (slower - LEAD_FRAMES) * FRAME_MS >= 9.0 * 120, "played before the whole is made"
     assert first_frames(FIRST_FRAMES + RIGHT_CONTEXT, 4.0) is None
     assert first_frames(120, 40.0) is None, "a decoder this slow: the piece whole"
+    # A later piece with some of the reply still to play before it: the first part
+    # covers only what that audio does not, once the first part is itself made.
+    ahead = first_frames(120, 9.0, ahead_ms=600)
+    assert ahead is not None and FIRST_FRAMES < ahead < slower
+    covered = 600 - 9.0 * (FIRST_FRAMES + RIGHT_CONTEXT)
+    assert (ahead - LEAD_FRAMES) * FRAME_MS + covered >= 9.0 * 120
+    assert first_frames(120, 9.0, ahead_ms=1_500) == FIRST_FRAMES
 
 
 async def test_a_first_part_ends_between_words(whisper: object) -> None:

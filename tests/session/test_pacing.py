@@ -37,6 +37,9 @@ def test_the_next_piece_says_what_can_be_made_before_the_audio_ahead_has_played(
     past_s = 0.01 * LOOKAHEAD_WORDS * CHARS_PER_WORD
     assert pace.limit_chars(1.5) == pytest.approx((PACE_HEADROOM * 1.5 - past_s) / 0.03)
     assert pace.limit_chars(0.0) == 0.0
+    # 2 s to say 100 characters: late after 1.5 s of audio; 10 characters are not.
+    assert pace.late(100, 1.5) and not pace.late(10, 1.5)
+    assert not Pace().late(100, 0.0), "nothing known: not late"
     fast = Pace()  # a GPU
     fast.writing.add(0.004, 4)
     fast.saying.add(0.06, 30)
@@ -102,6 +105,61 @@ async def test_the_agent_sizes_each_piece_by_the_audio_ahead_of_it(
         assert max(later) <= 6, later  # 16 characters said, and three words to a boundary
     else:
         assert min(later) == 18, later  # the most words a piece may have
+
+
+class PartsTTS(FakeTTS):
+    """A voice that can make a piece in parts: notes which, and the audio ahead of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_parts: list[tuple[str, float]] = []
+
+    async def synthesize_parts(
+        self,
+        text: str,
+        *,
+        voice: str | None = None,
+        speed: float | None = None,
+        language: str = "",
+        ahead_s: float = 0.0,
+    ) -> AsyncGenerator[Speech]:
+        self.in_parts.append((text, ahead_s))
+        whole = await self.synthesize(text, voice=voice, speed=speed, language=language)
+        half = len(whole.samples) // 2
+        yield Speech(whole.samples[:half], whole.rate)
+        yield Speech(whole.samples[half:], whole.rate)
+
+
+@pytest.mark.parametrize("slow", [True, False])
+async def test_the_piece_after_the_first_is_made_in_parts_when_it_would_come_late(
+    slow: bool,
+) -> None:
+    """The first piece is made in parts; on a voice slower than the audio it makes, the
+    next would leave a hole, so it is made in parts too, and told how much audio is
+    ahead of it. Not the one after: a piece in parts is made while its first part plays,
+    which leaves the next less time, and each late piece in parts made the next late.
+    On a fast voice the next is made whole."""
+    text = "Sure, the first words are these. And then the next ones come. And the last."
+    tts = PartsTTS()
+    tts.delay_s, tts.seconds_per_word = (0.1, 0.005) if slow else (0.001, 1.0)
+    llm = FakeLLM()
+    llm.answer = text
+    llm.delay_s = 0.001
+    responder = AgentResponder(Engines(stt=FakeSTT(), llm=llm, tts=tts))
+    request = SpeechRequest(
+        "sess_test", [{"role": "user", "content": "Go on."}], b"", "test", 1.0, TurnTimings()
+    )
+    clauses = []
+    async with contextlib.aclosing(responder.speak(request)) as spoken:
+        async for piece in spoken:
+            assert isinstance(piece, Piece)
+            clauses += [piece.text] if piece.text else []
+    assert " ".join(clauses) == text and len(clauses) >= 3, clauses
+    in_parts = [said for said, _ in tts.in_parts]
+    assert in_parts == (clauses[:2] if slow else clauses[:1])
+    assert tts.in_parts[0][1] == 0.0, "nothing plays before the first"
+    if slow:
+        assert 0.0 <= tts.in_parts[1][1] < 0.05
 
 
 class BusyTTS(FakeTTS):
