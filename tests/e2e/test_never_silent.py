@@ -162,7 +162,14 @@ async def test_the_last_words_are_answered(
         await client.close()
     asked = [e["transcript"] for e in client.of_type(TRANSCRIBED)]
     done = [(e["response"]["status"], _said(e)) for e in client.of_type("response.done")]
-    assert any(re.search(rf"\b{word}\b", heard.lower()) for word in answer), (heard, asked, done)
+    # The last words are answered, and the answer is heard: Whisper tiny.en mishears a
+    # word of Kokoro's now and then ("Italy's capital is Rome." as "At least capital is
+    # wrong." on an AVX2 CPU), so the caller must hear words of the reply, and the reply
+    # must say the answer.
+    written = done[-1][1].lower()
+    assert any(re.search(rf"\b{word}\b", written) for word in answer), (heard, asked, done)
+    shared = set(re.findall(r"[a-z']+", heard.lower())) & set(re.findall(r"[a-z']+", written))
+    assert len(shared) >= 2, (heard, asked, done)
     # Every response created was done, the last of them heard to its end.
     assert len(client.of_type("response.created")) == len(done), done
     assert done[-1][0] == "completed", done

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from app.engines import kokoro_graph
+from app.engines.cpu import has_int8_dot_products
 from app.engines.kokoro_graph import fast_graph, rewrite
 
 rng = np.random.default_rng(7)
@@ -92,9 +93,13 @@ def test_rewritten_convolutions_compute_what_the_quantized_ones_did(
     for name in "yzn":
         assert rewritten[name].shape == exact[name].shape
     # The same integer products as the quantized file's, two layers deep; the layers it
-    # leaves alone are untouched; and both are ~1% from the float graph.
-    assert relative_error(rewritten["y"], quantized["y"]) < 1e-5
-    assert relative_error(rewritten["z"], quantized["z"]) < 1e-5
+    # leaves alone are untouched; and both are ~1% from the float graph. Where the CPU
+    # adds u8 x s8 products in pairs into 16 bits (AVX2, no VNNI), full-range weights
+    # saturate a pair now and then (1.4e-4 and 1.3e-3 apart on an AMD EPYC; a wrong
+    # layout is ~1 apart): why the server gives such CPUs 7-bit weights (the next test).
+    same = 1e-5 if has_int8_dot_products() else 1e-2
+    assert relative_error(rewritten["y"], quantized["y"]) < same
+    assert relative_error(rewritten["z"], quantized["z"]) < same
     np.testing.assert_array_equal(rewritten["n"], quantized["n"])
     assert relative_error(quantized["y"], exact["y"]) < 0.03
 

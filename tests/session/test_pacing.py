@@ -72,6 +72,7 @@ def test_the_audio_ahead_is_what_is_made_and_not_yet_played() -> None:
 
 
 async def spoken_pieces(responder: AgentResponder, text: str) -> list[str]:
+    """The reply's pieces, each once (a piece's later parts say no text of their own)."""
     request = SpeechRequest(
         "sess_test", [{"role": "user", "content": "Go on."}], b"", "test", 1.0, TurnTimings()
     )
@@ -79,7 +80,7 @@ async def spoken_pieces(responder: AgentResponder, text: str) -> list[str]:
     async with contextlib.aclosing(responder.speak(request)) as spoken:
         async for piece in spoken:
             assert isinstance(piece, Piece)
-            pieces.append(piece.text)
+            pieces += [piece.text] if piece.text else []
     assert " ".join(pieces) == text
     return pieces
 
@@ -146,15 +147,8 @@ async def test_the_piece_after_the_first_is_made_in_parts_when_it_would_come_lat
     llm.answer = text
     llm.delay_s = 0.001
     responder = AgentResponder(Engines(stt=FakeSTT(), llm=llm, tts=tts))
-    request = SpeechRequest(
-        "sess_test", [{"role": "user", "content": "Go on."}], b"", "test", 1.0, TurnTimings()
-    )
-    clauses = []
-    async with contextlib.aclosing(responder.speak(request)) as spoken:
-        async for piece in spoken:
-            assert isinstance(piece, Piece)
-            clauses += [piece.text] if piece.text else []
-    assert " ".join(clauses) == text and len(clauses) >= 3, clauses
+    clauses = await spoken_pieces(responder, text)
+    assert len(clauses) >= 3, clauses
     in_parts = [said for said, _ in tts.in_parts]
     assert in_parts == (clauses[:2] if slow else clauses[:1])
     assert tts.in_parts[0][1] == 0.0, "nothing plays before the first"
