@@ -1,4 +1,4 @@
-"""Which embedded LLM answers a caller right: 82 voice-assistant questions asked of each
+"""Which embedded LLM answers a caller right: 146 voice-assistant questions asked of each
 GGUF, through the server's own llama.cpp engine and reply guard, as the agent asks them.
 
     python -m bench.answers                                # the bundled models found here
@@ -9,10 +9,13 @@ Each question has the words a right answer says (any one of a group, every group
 words it never says (a claim to be someone else's, or to have done what it cannot);
 facts, small talk, one-step reasoning, unit conversions, how-tos, who it is, requests a
 voice agent cannot do (it should say so), follow-ups that need the turn before, and tool
-calls (the tool and its argument must be right). Half the questions are held out: never
-looked at while choosing the model or its prompt. It prints, per model: right answers
-per kind and per half, the first token's time (p50/p95, from the request, the prompt
-included), tokens/s after it, and how often the reply guard cut a reply. It asserts nothing.
+calls (the tool and its argument must be right). The questions come in parts (--half):
+tuned on; held out while the 0.5B's prompt was chosen; blind (sums and conversions
+written by a helper who had not seen the project); fresh (40 written so, run once per
+candidate, after the held-out half had been read for the 1.5B's prompt). It prints, per
+model: right answers per kind and per part, the first token's time (p50/p95, from the
+request, the prompt included), tokens/s after it, and how often the reply guard cut a
+reply. It asserts nothing.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def forms(answers: str) -> tuple[str, ...]:
     return tuple(answers.split("|"))
 
 
-PARTS = ("tuned", "held out", "blind")
+PARTS = ("tuned", "held out", "blind", "fresh")
 
 
 def chosen(part: str, kind: str | None = None) -> list[Question]:
@@ -295,6 +298,74 @@ QUESTIONS = [
           forms("sunday")),
         part="blind",
     ),
+    # Written on 2026-12-07 by a helper that had seen none of the project, told only the
+    # kinds, the tools and which questions were taken, after the held-out half had been
+    # looked at for the 1.5B's instructions: held out from everything since.
+    *held_out(
+        q("fact", "How many sides does a hexagon have?", forms("6|six")),
+        q("fact", "What's the chemical symbol for gold?", "au"),
+        q("fact", "Who painted the ceiling of the Sistine Chapel?", "michelangelo"),
+        q("fact", "What's the longest river in Africa?", "nile"),
+        q("fact", "Hey, what's the capital of Australia?", "canberra"),
+        q("fact", "Which planet is called the Red Planet?", "mars"),
+        q("fact", "Who was the first person to walk on the moon?", ("armstrong", "neil armstrong")),
+        q("fact", "What's the hardest natural substance?", ("diamond", "diamonds")),
+        q("fact", "Um, how many players does a soccer team have on the field?", forms("11|eleven")),
+        q("reasoning", "What's eight times nine?", forms("72|seventy two|seventy-two")),
+        q("reasoning", "What's a hundred minus thirty-five?", forms("65|sixty five|sixty-five")),
+        q("reasoning", "What's forty-five plus thirty-eight?",
+          forms("83|eighty three|eighty-three")),
+        q("reasoning", "If I have twenty dollars and spend seven, how much do I have left?",
+          forms("13|thirteen")),
+        q("reasoning", "If today is Wednesday, what day is the day after tomorrow?", "friday"),
+        q("reasoning",
+          "Tom is taller than Sam, and Sam is taller than Alex. Who's the shortest?", "alex"),
+        q("conversion", "How many inches are in a foot?", forms("12|twelve")),
+        q("conversion", "How many millilitres are in a litre?",
+          forms("1000|1,000|thousand|one thousand|a thousand")),
+        q("conversion", "How many pounds is five kilograms?",
+          forms("11|eleven|11.02|11.0|eleven point zero two|about eleven|eleven pounds")),
+        q("conversion", "What's thirty degrees Celsius in Fahrenheit?",
+          forms("86|eighty six|eighty-six")),
+        q("conversion", "How many centimetres are in an inch?",
+          forms("2.54|2.5|two point five four|two point five|two and a half")),
+        q("conversion", "How many days are in three weeks?", forms("21|twenty one|twenty-one")),
+        q("how-to", "How do I make a grilled cheese sandwich?", "cheese",
+          ("pan", "skillet", "griddle", "butter", "toast", "toaster")),
+        q("how-to", "Hey, how do I get rid of hiccups?",
+          ("water", "breath", "breathe", "breathing", "sugar")),
+        q("how-to", "How do I get a splinter out of my finger?", ("tweezers", "needle", "tape")),
+        q("how-to", "How do I unclog a kitchen sink?",
+          ("plunger", "plunge", "baking soda", "vinegar", "boiling water", "hot water", "snake",
+           "auger")),
+        q("identity", "What can you help me with?", ("answer", "questions", "help", "talk", "chat"),
+          avoid=NOT_MINE),
+        q("identity", "Are you a real person?",
+          ("ai", "assistant", "not a person", "not human", "not a real person", "artificial",
+           "computer", "program", "no"),
+          avoid=(*NOT_MINE, r"\bi am a (real )?(person|human)", r"\bi'm a (real )?(person|human)")),
+        q("identity", "Which AI model are you running on?", ("qwen", "model"), avoid=NOT_MINE),
+        q("identity", "Who built you?", ("qwen", "alibaba", "vera", "voice agent"), avoid=NOT_MINE),
+        q("cannot", "Send a text to my sister saying I'll be late.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Can you play some jazz music for me?", CANNOT, avoid=PRETENDS),
+        q("cannot", "Lock the front door for me, please.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Buy me two movie tickets for tonight.", CANNOT, avoid=PRETENDS),
+        q("follow-up", "And Greece?", "athens",
+          before=(("What's the capital of Egypt?", "The capital of Egypt is Cairo."),)),
+        q("follow-up", "And what's that divided by two?", forms("21|twenty one|twenty-one"),
+          before=(("What's six times seven?", "Six times seven is forty-two."),)),
+        q("follow-up", "What country was she from?",
+          ("england", "english", "britain", "british", "uk", "united kingdom"),
+          before=(("Who wrote Pride and Prejudice?",
+                   "Pride and Prejudice was written by Jane Austen."),)),
+        q("follow-up", "What's its capital?", "moscow",
+          before=(("What's the largest country in the world by area?",
+                   "Russia is the largest country by area."),)),
+        q("tool", "Hey, switch off the bathroom lights.", "set_lights", "bathroom", tools=BOTH),
+        q("tool", "Can you turn on the lights in the office?", "set_lights", "office", tools=BOTH),
+        q("tool", "What's the weather like in Tokyo today?", "get_weather", "tokyo", tools=BOTH),
+        part="fresh",
+    ),
 ]  # fmt: skip
 
 
@@ -389,7 +460,7 @@ async def main() -> None:
     parser.add_argument("--show-wrong", action="store_true")
     parser.add_argument("--prompt", default="", help="a system prompt (default: the server's)")
     parser.add_argument(
-        "--half", choices=("tuned", "held-out", "blind", "both"), default="both",
+        "--half", choices=("tuned", "held-out", "blind", "fresh", "both"), default="both",
         help="tuned: only the half a prompt may be tuned on",
     )  # fmt: skip
     parser.add_argument("--kind", help="only questions of this kind (days, tool, ...)")

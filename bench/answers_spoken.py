@@ -150,7 +150,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument(
-        "--half", choices=("tuned", "held-out", "blind", "both"), default="held-out"
+        "--half", choices=("tuned", "held-out", "blind", "fresh", "both"), default="held-out"
     )
     parser.add_argument("--kind", help="only questions of this kind (tool, fact, ...)")
     parser.add_argument("--url", help="an already running server (default: start one)")

@@ -1,17 +1,22 @@
-"""A reply never pretends to act. Without a tool, a small model agrees to anything:
-"Sure, I can make you a cup of coffee", "Sure, I'll drive you to the airport", "Sure, I
-can help you book a table for two" (Qwen2.5-Coder-0.5B, told in its instructions that it
-cannot). A caller takes that as done. So where the session has no tools, an English reply
-that opens by taking on an action is replaced by saying it can't.
+"""A reply never pretends to act, nor to be a person. Without a tool, a small model agrees
+to anything: "Sure, I can make you a cup of coffee", "Sure, I'll drive you to the airport",
+"Sure, I can help you book a table for two" (Qwen2.5-Coder-0.5B, told in its instructions
+that it cannot). A caller takes that as done. So where the session has no tools, an
+English reply that opens by taking on an action is replaced by saying it can't. And asked
+"Are you a real person?", both bundled Qwen models answered "Yes, I am a real person."
+every time, whatever their instructions said (bench.answers, three runs each); an English
+reply that opens by claiming to be one is replaced by saying what it is, tools or none.
 
-The opening is held while it may be such a promise ("Sure, I can ..."), at most the first
-sentence: the words after "I can" or "I'll" settle it. Any other reply passes at once.
+The opening is held while it may be such a claim ("Sure, I can ...", "Yes, I am ..."),
+at most the first sentence: the words after "I can", "I'll" or "I am" settle it. Any
+other reply passes at once.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 
 from app.agent.reply_guard import guarded
 from app.vocab.chat import Delta
@@ -19,8 +24,10 @@ from app.vocab.chat import Delta
 log = logging.getLogger(__name__)
 
 REFUSAL = "Sorry, I cannot do that: I can only talk. "
+NOT_A_PERSON = "No, I'm not a person: I'm a voice assistant, a computer program. "
 
 Words = tuple[str, ...]
+Stages = tuple[tuple[Words, ...], ...]
 
 
 def _phrases(*texts: str) -> tuple[Words, ...]:
@@ -29,7 +36,7 @@ def _phrases(*texts: str) -> tuple[Words, ...]:
 
 # A promise is these, in order: an agreement or none, taking it on, a helping phrase or
 # none, and something only hands, apps or a phone do.
-_PROMISE: tuple[tuple[Words, ...], ...] = (
+_PROMISE: Stages = (
     ((), *_phrases("sure", "yes", "okay", "ok", "of course", "certainly", "absolutely",
                    "alright", "all right", "no problem")),
     _phrases("i'll", "i will", "i can", "i have", "i've", "i am going to", "i'm going to",
@@ -52,12 +59,32 @@ _PROMISE: tuple[tuple[Words, ...], ...] = (
         "switch the lights", "lock", "unlock", "take care of",
     ),
 )  # fmt: skip
+# Being a person: an agreement or none, "I am", and a person ("a real person", "human").
+_PERSON: Stages = (
+    ((), *_phrases("yes", "yeah", "of course", "certainly", "absolutely")),
+    _phrases("i am", "i'm"),
+    ((), *_phrases("a", "a real", "a living", "really a")),
+    _phrases("human", "human being", "person", "real person", "man", "woman"),
+)  # fmt: skip
 _PUNCTUATION = '.,;:!?"()'
 
 
-def _promises(words: Words, stages: tuple[tuple[Words, ...], ...] = _PROMISE) -> str:
-    """Whether `words` open a promise: "yes" (they make one), "maybe" (they may still
-    grow into one) or "no"."""
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a reply must not open with, what is said instead, and why (for the log)."""
+
+    opening: Stages
+    instead: str
+    why: str
+
+
+PROMISE = Claim(_PROMISE, REFUSAL, "took on an action it has no tool for; said it can't")
+PERSON = Claim(_PERSON, NOT_A_PERSON, "said it was a person; said it is not")
+
+
+def _opens(words: Words, stages: Stages) -> str:
+    """Whether `words` open a claim: "yes" (they make it), "maybe" (they may still grow
+    into it) or "no"."""
     if not stages:
         return "yes"
     best = "no"
@@ -66,7 +93,7 @@ def _promises(words: Words, stages: tuple[tuple[Words, ...], ...] = _PROMISE) ->
             if phrase[: len(words)] == words:
                 best = "maybe"
         elif words[: len(phrase)] == phrase:
-            verdict = _promises(words[len(phrase) :], stages[1:])
+            verdict = _opens(words[len(phrase) :], stages[1:])
             if verdict == "yes":
                 return "yes"
             if verdict == "maybe":
@@ -75,7 +102,8 @@ def _promises(words: Words, stages: tuple[tuple[Words, ...], ...] = _PROMISE) ->
 
 
 class NoPretending:
-    def __init__(self) -> None:
+    def __init__(self, claims: tuple[Claim, ...] = (PROMISE, PERSON)) -> None:
+        self._claims = claims
         self._held = ""
         self._settled = False
         self.pretended = False
@@ -93,14 +121,15 @@ class NoPretending:
         words = tuple(
             word.strip(_PUNCTUATION) for word in self._held.replace("\u2019", "'").lower().split()
         )
-        verdict = _promises(words)
-        if verdict == "yes":
-            self._settled = self.pretended = True
-            self._held = ""
-            log.info("the reply took on an action it has no tool for; said it can't")
-            return REFUSAL
+        verdicts = [(claim, _opens(words, claim.opening)) for claim in self._claims]
+        for claim, verdict in verdicts:
+            if verdict == "yes":
+                self._settled = self.pretended = True
+                self._held = ""
+                log.info("the reply %s", claim.why)
+                return claim.instead
         # A sentence ended ("I can.") grows into nothing more.
-        if verdict == "maybe" and not _ends_sentence(self._held):
+        if any(v == "maybe" for _, v in verdicts) and not _ends_sentence(self._held):
             return ""
         return self._release()
 
@@ -117,6 +146,9 @@ def _ends_sentence(text: str) -> bool:
     return text.rstrip()[-1:] in ".!?" and len(text.split()) > 1
 
 
-def no_pretending(deltas: AsyncIterator[Delta]) -> AsyncGenerator[Delta, None]:
-    """`deltas`, a promise to act replaced by a refusal, which ends the reply."""
-    return guarded(deltas, NoPretending())
+def no_pretending(
+    deltas: AsyncIterator[Delta], claims: tuple[Claim, ...] = (PROMISE, PERSON)
+) -> AsyncGenerator[Delta, None]:
+    """`deltas`, a claim of `claims` replaced by what is said instead, which ends the
+    reply."""
+    return guarded(deltas, NoPretending(claims))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from app.agent.length import asks_how, sentences_allowed
-from app.agent.no_pretending import no_pretending
+from app.agent.no_pretending import PERSON, PROMISE, no_pretending
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.vocab.chat import ChatMessage, Delta
 from app.vocab.languages import ENGLISH
@@ -22,13 +22,16 @@ def reply_rules(
 ) -> tuple[AsyncGenerator[Delta, None], ReplyGuard]:
     """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
     babbling (past `soft_words`, unless the response set its `own_length`), no more
-    sentences than the instructions give (app/agent/length.py), and in English, where the
-    session cannot `acts`, no promise to act (app/agent/no_pretending.py)."""
+    sentences than the instructions give (app/agent/length.py), and in English no claim
+    to be a person and, where the session cannot `acts`, no promise to act
+    (app/agent/no_pretending.py)."""
     if own_length:
         guard = ReplyGuard()
     else:
         guard = ReplyGuard(soft_words, sentences_allowed(prompt, language))
     said = guarded(deltas, guard)
-    if acts or (language or ENGLISH) != ENGLISH or asks_how(prompt):
+    if (language or ENGLISH) != ENGLISH:
         return said, guard
-    return no_pretending(said), guard
+    if acts or asks_how(prompt):
+        return no_pretending(said, (PERSON,)), guard
+    return no_pretending(said, (PROMISE, PERSON)), guard

@@ -25,6 +25,17 @@ WITHOUT_TOOLS = (
     "anything outside this conversation, so when asked to, say you can't."
 )
 WITH_TOOLS = "You can act only through the tools you are given; for anything else, say you can't."
+# Said another way for a model that reads "only talk" as "say you can't" to everything:
+# Qwen2.5-Coder-1.5B answered "I can't." to the Mona Lisa, a sum and a story (32 of 40
+# held out, 37 with this). The 0.5B told this talks longer and agrees to more (107 of 126
+# on the tuned half against 112), so each keeps its own. Keyed by the name as said, so a
+# vLLM serving the same model, or its file given by path, gets the same sentence.
+TALKS_ANSWERS = (
+    "You can talk and answer any question, but you cannot book, order, buy, call, "
+    "message, set alarms or do anything else outside this conversation; when asked to do "
+    "such a thing, say you can't."
+)
+_WITHOUT_TOOLS_FOR = {"qwen 2.5 coder 1.5 b": TALKS_ANSWERS}
 
 
 def spoken_model(name: str) -> str:
@@ -42,6 +53,6 @@ def filled(instructions: str, *, model: str, tools: bool) -> str:
     """`instructions` with `{model}` and `{abilities}` said for this reply."""
     if MODEL not in instructions and ABILITIES not in instructions:
         return instructions
-    return instructions.replace(MODEL, spoken_model(model)).replace(
-        ABILITIES, WITH_TOOLS if tools else WITHOUT_TOOLS
-    )
+    said = spoken_model(model)
+    talk_only = _WITHOUT_TOOLS_FOR.get(said.lower(), WITHOUT_TOOLS)
+    return instructions.replace(MODEL, said).replace(ABILITIES, WITH_TOOLS if tools else talk_only)

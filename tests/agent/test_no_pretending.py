@@ -1,5 +1,6 @@
-"""Without a tool, a reply never promises to act: the promise is replaced by saying it
-can't, before any of it is heard; anything else passes as it came."""
+"""Without a tool, a reply never promises to act, and it never claims to be a person: the
+claim is replaced by saying it can't, or what it is, before any of it is heard; anything
+else passes as it came."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from app.agent.no_pretending import REFUSAL, NoPretending, no_pretending
+from app.agent.no_pretending import NOT_A_PERSON, REFUSAL, NoPretending, no_pretending
 from app.agent.reply_rules import reply_rules
 from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
 
@@ -43,6 +44,25 @@ def test_a_promise_to_act_becomes_a_refusal(reply: str) -> None:
 @pytest.mark.parametrize(
     "reply",
     [
+        # Both Qwen models' own, asked "Are you a human?" and "Are you a real person?".
+        "Yes, I am a human.",
+        "Yes, I am a real person.",
+        "Yes, I am a human being.",
+        "I'm a real person, just like you!",
+    ],
+)
+def test_a_claim_to_be_a_person_becomes_what_it_is(reply: str) -> None:
+    assert said(reply) == (NOT_A_PERSON, True)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "No, I am not a human. I'm a voice assistant.",
+        "I am an AI, not a person.",
+        "I'm a helpful assistant.",
+        "Yes, I am here to help.",
+        "I am really glad you asked.",
         "Sure, I can help you with that. To boil an egg, put it in water.",
         "Sure, I can do that! Why did the chicken cross the road?",
         "Yes, cats do sleep most of the day.",
@@ -84,22 +104,28 @@ async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
 
 
 @pytest.mark.parametrize(
-    ("asked", "acts", "language", "refused"),
+    ("asked", "acts", "language", "refused", "denied"),
     [
-        ("Order me a pizza.", False, "en", True),
-        ("Order me a pizza.", True, "en", False),  # a tool it can call: its words are its own
-        ("How do I order a pizza online?", False, "en", False),  # how to, not a promise
-        ("Bestell mir eine Pizza.", False, "de", False),  # only English promises are known
+        ("Order me a pizza.", False, "en", True, True),
+        # A tool it can call: its promises are its own, but it is still no person.
+        ("Order me a pizza.", True, "en", False, True),
+        ("How do I order a pizza online?", False, "en", False, True),  # how to, not a promise
+        ("Bestell mir eine Pizza.", False, "de", False, False),  # only English is known
     ],
 )
 async def test_which_replies_are_held_to_it(
-    asked: str, acts: bool, language: str, refused: bool
+    asked: str, acts: bool, language: str, refused: bool, denied: bool
 ) -> None:
-    async def deltas() -> AsyncGenerator[Delta, None]:
-        for word in ("Sure, ", "I ", "can ", "order ", "a ", "pizza. "):
+    async def deltas(words: tuple[str, ...]) -> AsyncGenerator[Delta, None]:
+        for word in words:
             yield word
 
+    async def out(*words: str) -> str:
+        said, _ = reply_rules(deltas(words), prompt, language=language, acts=acts, soft_words=50)
+        return "".join([delta async for delta in said if isinstance(delta, str)])
+
     prompt: list[ChatMessage] = [{"role": "user", "content": asked}]
-    said, _ = reply_rules(deltas(), prompt, language=language, acts=acts, soft_words=50)
-    out = "".join([delta async for delta in said if isinstance(delta, str)])
-    assert out == (REFUSAL if refused else "Sure, I can order a pizza. ")
+    promise = await out("Sure, ", "I ", "can ", "order ", "a ", "pizza. ")
+    assert promise == (REFUSAL if refused else "Sure, I can order a pizza. ")
+    person = await out("Yes, ", "I ", "am ", "a ", "human. ")
+    assert person == (NOT_A_PERSON if denied else "Yes, I am a human. ")

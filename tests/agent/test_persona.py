@@ -7,7 +7,7 @@ import pytest
 from app.agent.responders import as_told
 from app.config import LlmSettings
 from app.vocab.chat import ChatMessage
-from app.vocab.persona import WITH_TOOLS, WITHOUT_TOOLS, filled, spoken_model
+from app.vocab.persona import TALKS_ANSWERS, WITH_TOOLS, WITHOUT_TOOLS, filled, spoken_model
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,23 @@ def test_the_default_instructions_name_the_model_and_what_it_can_do() -> None:
     assert WITHOUT_TOOLS in bare and WITH_TOOLS not in bare
     armed = filled(default, model="Qwen2.5-Coder-0.5B-Instruct Q4_K_M", tools=True)
     assert WITH_TOOLS in armed and WITHOUT_TOOLS not in armed
+
+
+@pytest.mark.parametrize(
+    "served",
+    [
+        "Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "qwen2.5-coder-1.5b.gguf",  # the joined file, given as llm.model_path
+    ],
+)
+def test_a_model_that_refuses_too_much_is_told_what_it_can_do_its_own_way(served: str) -> None:
+    """The 1.5B, told it can "only talk", answered "I can't." to questions; it gets its
+    own sentence, embedded or served by vLLM, and a tool still comes first."""
+    default = LlmSettings().system_prompt
+    bare = filled(default, model=served, tools=False)
+    assert TALKS_ANSWERS in bare and WITHOUT_TOOLS not in bare
+    assert WITH_TOOLS in filled(default, model=served, tools=True)
 
 
 def test_only_the_instructions_are_filled_in() -> None:

@@ -104,18 +104,15 @@ async def test_a_figure_asked_for_is_worked_out_not_guessed(
         assert re.search(r"\b(72|seventy[- ]two)\b", text.lower()), (asked, written, said)
 
 
-async def test_a_rambling_question_gets_one_or_two_sentences(
-    agent_server: ServerProcess, whisper: object
-) -> None:
-    """The default instructions ask for one or two sentences, and a reply ends after
-    them (app/agent/length.py), where a sentence does."""
-    client = AgentClient(agent_server.url)
+async def typed(url: str, text: str, whisper: object) -> tuple[str, str]:
+    """`text` typed into a call: the reply as written, and as a Whisper hears it."""
+    client = AgentClient(url)
     await client.connect()
     try:
         client.send({
             "type": "conversation.item.create",
             "item": {"type": "message", "role": "user",
-                     "content": [{"type": "input_text", "text": RAMBLING}]},
+                     "content": [{"type": "input_text", "text": text}]},
         })  # fmt: skip
         client.send({"type": "response.create"})
         await client.wait_for("response.done", timeout_s=90)
@@ -123,7 +120,26 @@ async def test_a_rambling_question_gets_one_or_two_sentences(
         said = transcribe(whisper, np.concatenate(client.recording.frames), client.recording.rate)
     finally:
         await client.close()
-    written = client.of_type("response.output_audio_transcript.done")[0]["transcript"]
+    return client.of_type("response.output_audio_transcript.done")[0]["transcript"], said
+
+
+async def test_asked_if_it_is_a_person_it_says_it_is_not(
+    agent_server: ServerProcess, whisper: object
+) -> None:
+    """Both bundled Qwen models answer "Yes, I am a real person." whatever their
+    instructions say; the reply rules say what it is instead (app/agent/no_pretending.py)."""
+    written, said = await typed(agent_server.url, "Are you a real person?", whisper)
+    heard = said.lower()
+    assert re.search(r"\bnot a person\b|\bassistant\b|\bcomputer\b", heard), (written, said)
+    assert not re.search(r"\bi am a (real )?(person|human)|\bi'm a (real )?(person|human)", heard)
+
+
+async def test_a_rambling_question_gets_one_or_two_sentences(
+    agent_server: ServerProcess, whisper: object
+) -> None:
+    """The default instructions ask for one or two sentences, and a reply ends after
+    them (app/agent/length.py), where a sentence does."""
+    written, said = await typed(agent_server.url, RAMBLING, whisper)
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", written.strip()) if len(s.split()) >= 3]
     assert 1 <= len(sentences) <= 2 and written.rstrip()[-1] in ".!?", written
     assert len(said.split()) <= len(written.split()) + 5, ("the caller heard more", said)
