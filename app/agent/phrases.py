@@ -9,6 +9,8 @@ there is none, before another word that opens a phrase ("to boil", "for you").""
 
 from __future__ import annotations
 
+import re
+
 from app.vocab.punctuation import CLAUSE_END, SENTENCE_END
 
 UTTERANCE_END = f" {SENTENCE_END}{CLAUSE_END}\u2026"  # what a transcriber ends one with
@@ -40,6 +42,9 @@ UNFINISHED_AFTER = frozenset((
     "from", "by", "about", "into", "onto", "in", "on", "at", "as", "than", "and", "but",
     "or", "nor", "because", "if", "very", "plus", "minus",
 ))
+# A condition is no sentence alone; the words said before one carry no meaning.
+CONDITIONS = frozenset(("if", "unless", "suppose", "supposing", "assuming"))
+FILLERS = frozenset(("so", "um", "uh", "er", "well", "okay", "ok", "and", "now", "hey"))
 NUMBER_WORDS = frozenset((
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
@@ -48,6 +53,7 @@ NUMBER_WORDS = frozenset((
 ))
 # fmt: on
 QUOTES = "\"'“”‘’()"
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # A reply's first piece ends at its first phrase boundary past this many words.
 PHRASE_MIN_WORDS = 2
 
@@ -58,10 +64,27 @@ def plain(word: str) -> str:
 
 
 def unfinished(utterance: str) -> bool:
-    """Whether an utterance stops before its end, its last word one no sentence ends on,
-    whatever mark a transcriber put after it ("What is the capital of?")."""
+    """Whether an utterance stops before its end, whatever mark a transcriber put after
+    it: its last word one no sentence ends on ("What is the capital of?"), or its last
+    sentence only a condition, said before a pause ("If I have twenty dollars and spend
+    seven." ... "How much do I have left?")."""
     last = utterance.rstrip(UTTERANCE_END).rsplit(maxsplit=1)[-1:]
-    return bool(last) and plain(last[0]) in UNFINISHED_AFTER
+    return bool(last) and (plain(last[0]) in UNFINISHED_AFTER or _only_a_condition(utterance))
+
+
+def _only_a_condition(utterance: str) -> bool:
+    """A last sentence that opens with "if" and has no comma after which the rest could
+    come, and is no question ("If today is Monday what day is tomorrow?")."""
+    if utterance.rstrip().endswith("?"):
+        return False
+    sentence = _SENTENCES.split(utterance.strip().rstrip(UTTERANCE_END))[-1].split()
+    while sentence and plain(sentence[0]).rstrip(",") in FILLERS:
+        sentence = sentence[1:]
+    return (
+        bool(sentence)
+        and plain(sentence[0]) in CONDITIONS
+        and not any(word.endswith(",") for word in sentence)
+    )
 
 
 def phrase_boundary(before: str, word: str) -> int:

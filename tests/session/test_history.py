@@ -45,11 +45,24 @@ def test_the_prompt_sees_interrupted_replies_as_far_as_heard() -> None:
         ("What is the capital of?", "Japan?", ["What is the capital of Japan?"]),
         ("Add up 45 and 38 and 17 for.", "me.", ["Add up 45 and 38 and 17 for me."]),
         ("Tell me about the", "moon.", ["Tell me about the moon."]),
+        # A condition alone, the question after a pause (Piper's voice at a comma).
+        (
+            "If I have twenty dollars and spend seven.",
+            "How much do I have left?",
+            ["If I have twenty dollars and spend seven How much do I have left?"],
+        ),
+        (
+            "Um, if it's ten o'clock now,",
+            "what time is it in three hours?",
+            ["Um, if it's ten o'clock now what time is it in three hours?"],
+        ),
         # Whole words, stopped at their end: a correction, a question after a prelude.
         ("What is the capital of France?", "Sorry, I mean Italy.", None),
         ("I want to ask you something.", "What is the capital of Japan?", None),
         ("How are you?", "And what's your name?", None),
         ("What's the weather like?", "In Paris.", None),
+        ("If today is Monday, what day is tomorrow?", "And after that?", None),
+        ("If today is Monday what day is tomorrow?", "And after that?", None),
     ],
 )
 def test_words_that_stopped_short_are_finished_by_the_next(
