@@ -109,6 +109,7 @@ def forms(answers: str) -> tuple[str, ...]:
 
 
 PARTS = ("tuned", "held out", "blind", "fresh")
+HALVES = (*(part.replace(" ", "-") for part in PARTS), "both")  # --half: a part, or all
 
 
 def chosen(part: str, kind: str | None = None) -> list[Question]:
@@ -460,7 +461,7 @@ async def main() -> None:
     parser.add_argument("--show-wrong", action="store_true")
     parser.add_argument("--prompt", default="", help="a system prompt (default: the server's)")
     parser.add_argument(
-        "--half", choices=("tuned", "held-out", "blind", "fresh", "both"), default="both",
+        "--half", choices=HALVES, default="both",
         help="tuned: only the half a prompt may be tuned on",
     )  # fmt: skip
     parser.add_argument("--kind", help="only questions of this kind (days, tool, ...)")

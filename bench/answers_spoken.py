@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from bench import machine
-from bench.answers import Question, chosen, parts_line, right
+from bench.answers import HALVES, Question, chosen, parts_line, right
 from clients import AgentClient
 from tests.support.server import ServerProcess
 from tests.support.speech import transcribe
@@ -149,9 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument(
-        "--half", choices=("tuned", "held-out", "blind", "fresh", "both"), default="held-out"
-    )
+    parser.add_argument("--half", choices=HALVES, default="held-out")
     parser.add_argument("--kind", help="only questions of this kind (tool, fact, ...)")
     parser.add_argument("--url", help="an already running server (default: start one)")
     parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
