@@ -43,8 +43,8 @@ _PROMISE: Stages = (
              "i'd be happy to", "i'd be glad to", "i would be happy to",
              "i would be glad to"),
     ((), *_phrases("help you", "go ahead and", "try to", "definitely", "now")),
-    # Not "do that" ("Sure, I can do that! Why did the chicken..."), "play" (a word
-    # game), "open" (with a joke), "call you" (Alex from now on) or "make you" (a poem).
+    # Not "do that" ("Sure, I can do that! Why did the chicken..."), "play" alone (a
+    # word game), "open" (with a joke), "call you" (Alex from now on) or "make you" (a poem).
     _phrases(
         "book", "booked", "reserve", "reserved", "order", "ordered", "buy", "bought",
         "purchase", "pay", "paid", "deliver", "drive", "drove", "call your", "call the",
@@ -57,6 +57,11 @@ _PROMISE: Stages = (
         "schedule", "remind you", "turn on", "turn off", "turn the light",
         "turn the lights", "switch on", "switch off", "switch the light",
         "switch the lights", "lock", "unlock", "take care of",
+        # Music, which it has no speaker for, where "play" alone is a word game.
+        "play music", "play some music", "play you some", "play you a song", "play a song",
+        "play songs", "play the song", "play that song", "play your", "play jazz",
+        "play some jazz", "play the radio", "play a playlist", "put on some music",
+        "put on music", "start playing",
     ),
 )  # fmt: skip
 # Being a person: an agreement or none, "I am", and a person ("a real person", "human").

@@ -35,6 +35,8 @@ def said(reply: str) -> tuple[str, bool]:
         "Sure, I'd be happy to order a pizza!",
         "Sure, I'll go ahead and book it.",
         "Sure, I would be happy to help you order a pizza.",
+        "Sure, I can play jazz music for you.",  # the 0.5B's, asked to play some jazz
+        "Okay, I'll play some music for you now.",
     ],
 )
 def test_a_promise_to_act_becomes_a_refusal(reply: str) -> None:
@@ -74,6 +76,7 @@ def test_a_claim_to_be_a_person_becomes_what_it_is(reply: str) -> None:
         "Sure, I'd be happy to help! Paris is the capital.",
         "Sure, I'll call you Alex from now on.",
         "Sure, I can make you a poem about the sea.",
+        "Sure, I can play twenty questions with you.",
         "Okay.",
         "The capital of France is Paris.",
     ],
