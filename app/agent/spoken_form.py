@@ -14,7 +14,8 @@ whichever LLM wrote it (embedded or a server), and the transcript is what was sa
   kilometres", "$5.50" -> "five dollars and fifty cents", "3:30 pm" -> "three thirty p
   m", "21st" -> "twenty-first", "1990" -> "nineteen ninety". In another language they
   are left to espeak-ng, which reads digits in that language. "Can't" becomes
-  "cannot", which no listener mistakes for "can".
+  "cannot", which no listener mistakes for "can". A chemical symbol, where the clause
+  speaks of a symbol, is spelled: "Au" -> "A-U" (read as written, it is heard "all").
 """
 
 from __future__ import annotations
@@ -111,6 +112,22 @@ _ONLY_A_MARKER = re.compile(r"^\s*(?:[-*+•#>]+|\d{1,3}[.)])\s*$")
 _ONLY_A_NUMBER = re.compile(r"^\s*(\d{1,3})[.)]\s*$")
 # Kokoro's "can't" is heard as "can" ("You can park here."), which turns a reply around.
 _CANT = re.compile(r"\b([Cc])an['’]t\b")
+# Two-letter chemical symbols, which Kokoro reads as words: Whisper heard "Au" as "all",
+# "Fe" as "phi", "Na" as "not". Spelled "A-U", they are said as letters (heard "AU").
+_ELEMENTS = frozenset({
+    "He", "Li", "Be", "Ne", "Na", "Mg", "Al", "Si", "Cl", "Ar", "Ca", "Sc", "Ti", "Cr",
+    "Mn", "Fe", "Co", "Ni", "Cu", "Zn", "Ga", "Ge", "As", "Se", "Br", "Kr", "Rb", "Sr",
+    "Zr", "Nb", "Mo", "Tc", "Ru", "Rh", "Pd", "Ag", "Cd", "In", "Sn", "Sb", "Te", "Xe",
+    "Cs", "Ba", "La", "Ce", "Pr", "Nd", "Pm", "Sm", "Eu", "Gd", "Tb", "Dy", "Ho", "Er",
+    "Tm", "Yb", "Lu", "Hf", "Ta", "Re", "Os", "Ir", "Pt", "Au", "Hg", "Tl", "Pb", "Bi",
+    "Po", "At", "Rn", "Fr", "Ra", "Ac", "Th", "Pa", "Np", "Pu", "Am", "Cm", "Bk", "Cf",
+    "Es", "Fm", "Md", "No", "Lr", "Rf", "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn",
+    "Nh", "Fl", "Mc", "Lv", "Ts", "Og",
+})  # fmt: skip
+# Symbols that are also words, capitalised where a sentence begins: "He is...".
+_WORDLIKE = frozenset({"He", "Be", "As", "In", "At", "Am", "No", "Re", "Ho"})
+_ELEMENT = re.compile(r"(?<![\w'’-])[A-Z][a-z](?![\w'’-])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s*)$")
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_MARK = re.compile(r"\s+([,.;:!?)])")
 _SPACE_AFTER_PAREN = re.compile(r"\(\s+")
@@ -223,6 +240,21 @@ def _range(match: re.Match[str]) -> str:
     return f"{decimal_words(match[1])} to {decimal_words(match[2])}"
 
 
+def _symbols_spelled(text: str) -> str:
+    """A chemical symbol in a clause about symbols, as its letters: "Au" -> "A-U"."""
+    if "symbol" not in text.lower():
+        return text
+
+    def spelled(match: re.Match[str]) -> str:
+        symbol = match[0]
+        opens_sentence = _SENTENCE_START.search(text[: match.start()]) is not None
+        if symbol not in _ELEMENTS or (symbol in _WORDLIKE and opens_sentence):
+            return symbol
+        return "-".join(symbol.upper())
+
+    return _ELEMENT.sub(spelled, text)
+
+
 def _decimal(match: re.Match[str]) -> str:
     return ("minus " if match[1] else "") + decimal_words(match[2])
 
@@ -305,7 +337,7 @@ class SpokenForm:
         text = _EMPHASIS.sub(r"\2", text)
         text = text.replace("**", "").replace("__", "").replace("*", "")
         if self._english:
-            text = _THOUSANDS.sub("", text)
+            text = _symbols_spelled(_THOUSANDS.sub("", text))
             for pattern, said in _ENGLISH:
                 text = pattern.sub(said, text)
             for symbol, words in _SYMBOLS.items():

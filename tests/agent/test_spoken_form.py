@@ -51,6 +51,11 @@ from tests.support.speech import transcribe, words
         ("Version 2.5.1 is out.", "Version 2.5.1 is out."),
         ("Great job 👍🏽", "Great job"),
         ("Can't stop? You can’t park here.", "Cannot stop? You cannot park here."),
+        ("The chemical symbol for gold is Au.", "The chemical symbol for gold is A-U."),
+        ("Its symbol is Fe, from ferrum.", "Its symbol is F-E, from ferrum."),
+        ("He is the symbol for helium.", "He is the symbol for helium."),
+        ("The symbol for helium is He.", "The symbol for helium is H-E."),
+        ("Na Li went home.", "Na Li went home."),  # no symbol spoken of: names stay
     ],
 )  # fmt: skip
 def test_numbers_units_and_symbols_are_said_in_words(written: str, said: str) -> None:
@@ -125,7 +130,8 @@ def test_number_words() -> None:
 async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object) -> None:
     """Through the responder and the real voice: what a model wrote for a screen is said
     in words, and the transcript is what was said. Read as written, the same reply is
-    heard as "See asterisk asterisk, HTTPS, slash..." and its emoji as "person walking".
+    heard as "See asterisk asterisk, HTTPS, slash..." and its emoji as "person walking",
+    and gold's symbol "Au" as "all".
     (The LLM is a script: what it writes is this test's input.)"""
     llm = FakeLLM()
     llm.answer = "See **https://example.com/walks** for 3 walks 🚶."
@@ -140,6 +146,8 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
         as_written = await tts.synthesize(llm.answer)
         llm.answer = "12."  # the whole reply: an answer, not a list's marker
         number = [piece async for piece in responder.speak(request)]
+        llm.answer = "The chemical symbol for gold is Au."  # read as written: "...is all."
+        gold = [piece async for piece in responder.speak(request)]
     finally:
         tts.close()
 
@@ -155,6 +163,8 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
     said = heard(np.concatenate([piece.speech.samples for piece in spoken]))
     assert "example" in said and not read_out & said, said
     assert [p.text for p in number if isinstance(p, Piece) and p.text] == ["twelve."]
+    gold_said = heard(np.concatenate([p.speech.samples for p in gold if isinstance(p, Piece)]))
+    assert {"gold", "au"} <= gold_said, gold_said
 
 
 def test_a_reply_that_is_only_a_number_is_said_and_a_list_marker_is_not() -> None:
