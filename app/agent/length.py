@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from app.agent.asked import asks_for_more
 from app.vocab.chat import ChatMessage
 from app.vocab.languages import ENGLISH
 
@@ -18,17 +19,6 @@ _SENTENCES = re.compile(
     rf"(?:(?:short|brief|spoken|simple|clear|concise|complete|full)\s+){{0,3}}sentences?\b",
     re.IGNORECASE,
 )
-# English words that ask for a longer answer; elsewhere no limit is set, rather than one
-# a request for a story in another language could not lift.
-_MORE = re.compile(
-    r"\b(?:stor(?:y|ies)|tale|long (?:story|answer|version|explanation)|longer|at length|"
-    r"details?|detailed|explain|explanation|describe|tell me (?:more|all|everything)|"
-    r"more about|all about|elaborate|steps?|step by step|how (?:do|can|should) (?:i|we)|"
-    r"instructions|recipe|list|poem|song|summar(?:y|ise|ize))\b",
-    re.IGNORECASE,
-)
-# "How do I ...?": the answer says how to act, which is no promise to.
-_HOW = re.compile(r"^\W*how\b", re.IGNORECASE)
 
 
 def instructed_sentences(instructions: str) -> int | None:
@@ -38,23 +28,6 @@ def instructed_sentences(instructions: str) -> int | None:
         return None
     counts = [_WORDS.get(group.lower()) or int(group) for group in match.groups() if group]
     return max(counts)
-
-
-def asks_for_more(prompt: list[ChatMessage]) -> bool:
-    """Whether the user's last words ask for more than a short answer."""
-    return bool(_MORE.search(_last_words(prompt)))
-
-
-def _last_words(prompt: list[ChatMessage]) -> str:
-    for message in reversed(prompt):
-        if message["role"] == "user":
-            return message["content"] or ""
-    return ""
-
-
-def asks_how(prompt: list[ChatMessage]) -> bool:
-    """Whether the user's last words ask how to do something."""
-    return bool(_HOW.match(_last_words(prompt)))
 
 
 def sentences_allowed(prompt: list[ChatMessage], language: str) -> int | None:

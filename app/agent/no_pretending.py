@@ -6,6 +6,8 @@ English reply that opens by taking on an action is replaced by saying it can't. 
 "Are you a real person?", both bundled Qwen models answered "Yes, I am a real person."
 every time, whatever their instructions said (bench.answers, three runs each); an English
 reply that opens by claiming to be one is replaced by saying what it is, tools or none.
+Asked "What can you do?", the 0.5B answered "I can't."; that refusal is replaced by what
+it can do.
 
 The opening is held while it may be such a claim ("Sure, I can ...", "Yes, I am ..."),
 at most the first sentence: the words after "I can", "I'll" or "I am" settle it. Any
@@ -25,6 +27,11 @@ log = logging.getLogger(__name__)
 
 REFUSAL = "Sorry, I cannot do that: I can only talk. "
 NOT_A_PERSON = "No, I'm not a person: I'm a voice assistant, a computer program. "
+TALKS = (
+    "I can talk with you: answer questions, explain things and tell stories. I cannot do "
+    "anything outside this conversation, such as booking, buying or calling. "
+)
+TALKS_AND_ACTS = "I can talk with you, answer questions, and act through the tools I am given. "
 
 Words = tuple[str, ...]
 Stages = tuple[tuple[Words, ...], ...]
@@ -71,6 +78,12 @@ _PERSON: Stages = (
     ((), *_phrases("a", "a real", "a living", "really a")),
     _phrases("human", "human being", "person", "real person", "man", "woman"),
 )  # fmt: skip
+# Asked what it can do, a refusal: "I can't." (app/agent/asked.py).
+_REFUSING: Stages = (
+    ((), *_phrases("sorry", "i'm sorry", "no")),
+    _phrases("i can't", "i cannot", "i can not", "i'm not able to", "i am not able to",
+             "i'm unable to", "i am unable to"),
+)  # fmt: skip
 _PUNCTUATION = '.,;:!?"()'
 
 
@@ -85,6 +98,12 @@ class Claim:
 
 PROMISE = Claim(_PROMISE, REFUSAL, "took on an action it has no tool for; said it can't")
 PERSON = Claim(_PERSON, NOT_A_PERSON, "said it was a person; said it is not")
+
+
+def abilities(acts: bool) -> Claim:
+    """Asked what it can do, a refusal is replaced by what it can: talk, and act where the
+    session has tools."""
+    return Claim(_REFUSING, TALKS_AND_ACTS if acts else TALKS, "refused to say what it can do")
 
 
 def _opens(words: Words, stages: Stages) -> str:

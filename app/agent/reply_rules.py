@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from app.agent.length import asks_how, sentences_allowed
-from app.agent.no_pretending import PERSON, PROMISE, no_pretending
+from app.agent.asked import asks_abilities, asks_how
+from app.agent.length import sentences_allowed
+from app.agent.no_pretending import PERSON, PROMISE, Claim, abilities, no_pretending
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.vocab.chat import ChatMessage, Delta
 from app.vocab.languages import ENGLISH
@@ -23,8 +24,8 @@ def reply_rules(
     """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
     babbling (past `soft_words`, unless the response set its `own_length`), no more
     sentences than the instructions give (app/agent/length.py), and in English no claim
-    to be a person and, where the session cannot `acts`, no promise to act
-    (app/agent/no_pretending.py)."""
+    to be a person, where the session cannot `acts` no promise to act, and asked what it
+    can do, no refusal (app/agent/no_pretending.py)."""
     if own_length:
         guard = ReplyGuard()
     else:
@@ -32,6 +33,9 @@ def reply_rules(
     said = guarded(deltas, guard)
     if (language or ENGLISH) != ENGLISH:
         return said, guard
-    if acts or asks_how(prompt):
-        return no_pretending(said, (PERSON,)), guard
-    return no_pretending(said, (PROMISE, PERSON)), guard
+    claims: list[Claim] = [PERSON]
+    if not (acts or asks_how(prompt)):
+        claims.append(PROMISE)
+    if asks_abilities(prompt):
+        claims.append(abilities(acts))
+    return no_pretending(said, tuple(claims)), guard

@@ -9,7 +9,14 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from app.agent.no_pretending import NOT_A_PERSON, REFUSAL, NoPretending, no_pretending
+from app.agent.no_pretending import (
+    NOT_A_PERSON,
+    REFUSAL,
+    TALKS,
+    TALKS_AND_ACTS,
+    NoPretending,
+    no_pretending,
+)
 from app.agent.reply_rules import reply_rules
 from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
 
@@ -106,6 +113,39 @@ async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
     assert out == [ToolCallDelta(0, call_id="call_1", name="lights"), REFUSAL]
 
 
+async def rules_say(
+    asked: str, words: tuple[str, ...], *, acts: bool = False, language: str = "en"
+) -> str:
+    """What the reply rules let be said of `words`, a reply to `asked`."""
+
+    async def deltas() -> AsyncGenerator[Delta, None]:
+        for word in words:
+            yield word
+
+    prompt: list[ChatMessage] = [{"role": "user", "content": asked}]
+    said, _ = reply_rules(deltas(), prompt, language=language, acts=acts, soft_words=50)
+    return "".join([delta async for delta in said if isinstance(delta, str)])
+
+
+@pytest.mark.parametrize(
+    ("asked", "acts", "answer"),
+    [
+        ("What can you do?", False, TALKS),  # the 0.5B's own answer: "I can't."
+        ("So what else could you help me with?", False, TALKS),
+        ("What are you capable of?", True, TALKS_AND_ACTS),
+        ("What can you do about a headache?", False, None),  # asks something else
+        ("Can you order me a pizza?", False, None),  # refusing that is right
+    ],
+)
+async def test_asked_what_it_can_do_it_does_not_just_refuse(
+    asked: str, acts: bool, answer: str | None
+) -> None:
+    said = await rules_say(asked, ("I ", "can't. "), acts=acts)
+    assert said == (answer or "I can't. ")
+    what_it_can = ("I ", "can ", "answer ", "questions. ")
+    assert await rules_say(asked, what_it_can, acts=acts) == "I can answer questions. "
+
+
 @pytest.mark.parametrize(
     ("asked", "acts", "language", "refused", "denied"),
     [
@@ -119,16 +159,9 @@ async def test_the_refusal_ends_the_reply_and_tool_calls_pass() -> None:
 async def test_which_replies_are_held_to_it(
     asked: str, acts: bool, language: str, refused: bool, denied: bool
 ) -> None:
-    async def deltas(words: tuple[str, ...]) -> AsyncGenerator[Delta, None]:
-        for word in words:
-            yield word
-
-    async def out(*words: str) -> str:
-        said, _ = reply_rules(deltas(words), prompt, language=language, acts=acts, soft_words=50)
-        return "".join([delta async for delta in said if isinstance(delta, str)])
-
-    prompt: list[ChatMessage] = [{"role": "user", "content": asked}]
-    promise = await out("Sure, ", "I ", "can ", "order ", "a ", "pizza. ")
-    assert promise == (REFUSAL if refused else "Sure, I can order a pizza. ")
-    person = await out("Yes, ", "I ", "am ", "a ", "human. ")
-    assert person == (NOT_A_PERSON if denied else "Yes, I am a human. ")
+    promise = ("Sure, ", "I ", "can ", "order ", "a ", "pizza. ")
+    said = await rules_say(asked, promise, acts=acts, language=language)
+    assert said == (REFUSAL if refused else "Sure, I can order a pizza. ")
+    person = ("Yes, ", "I ", "am ", "a ", "human. ")
+    said = await rules_say(asked, person, acts=acts, language=language)
+    assert said == (NOT_A_PERSON if denied else "Yes, I am a human. ")

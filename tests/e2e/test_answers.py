@@ -134,6 +134,16 @@ async def test_asked_if_it_is_a_person_it_says_it_is_not(
     assert not re.search(r"\bi am a (real )?(person|human)|\bi'm a (real )?(person|human)", heard)
 
 
+async def test_asked_what_it_can_do_it_says_so(
+    agent_server: ServerProcess, whisper: object
+) -> None:
+    """Told it can only talk and to say it can't when asked to act, Qwen2.5-Coder-0.5B
+    answered "I can't." to this every time; the reply rules say what it can instead."""
+    written, said = await typed(agent_server.url, "What can you do?", whisper)
+    assert re.search(r"\b(talk|answer|questions|help)\b", said.lower()), (written, said)
+    assert not re.fullmatch(r"\W*i can(no|')t\W*", written.lower()), written
+
+
 async def test_a_rambling_question_gets_one_or_two_sentences(
     agent_server: ServerProcess, whisper: object
 ) -> None:
