@@ -196,6 +196,15 @@ def _temperature(amount: float, source: str, target: str) -> str | None:
     return f"{figure(amount)} degrees {source.title()} = {figure(value)} degrees {target.title()}"
 
 
+# Word problems: "I have 20 dollars and spend 7, how much is left?", "split a 96 dollar
+# bill 4 ways". Both Qwen models answered the first wrong ("$2 - $7 = -$5", "fifteen").
+_TAKEN = (
+    r"spend|spent|eat|ate|lose|lost|give away|gave away|give|gave|use|used|sell|sold|"
+    r"drink|drank|break|broke|take away|took away|pay|paid"
+)
+_WHO = r"(?: i| you| we| he| she| they)?"
+_LEFT = re.compile(r"\b(?:left|remain|remains|remaining|left over)\b")
+_SPLIT = r"\b(?:split|share|divide)s? (?:up )?(?:a |an |the )?"
 _SAME = {"multiplied by": "times", "over": "divided by"}
 _OPERATOR = r"plus|minus|times|multiplied by|divided by|over"
 _PARTS = {"half": 2, "a half": 2, "a third": 3, "a quarter": 4, "a fifth": 5, "a tenth": 10}
@@ -243,6 +252,25 @@ def _arithmetic(said: str) -> str | None:
         return f"{figure(float(m[1]))} {m[2]} = {figure(float(m[1]) ** power)}"
     if m := re.search(rf"\b(?:double|twice) ({n})\b", said):
         return f"twice {figure(float(m[1]))} = {figure(2 * float(m[1]))}"
+    return _word_problem(said)
+
+
+def _word_problem(said: str) -> str | None:
+    n, between = _NUMBER, _NO_FIGURE
+    if _LEFT.search(said) and (
+        m := re.search(
+            rf"\b(?:have|had|has|got) ({n})\b{between}\b(?:and|then|but)(?: then)?{_WHO} "
+            rf"(?:{_TAKEN}) ({n})\b",
+            said,
+        )
+    ):
+        a, b = float(m[1]), float(m[2])
+        return f"{figure(a)} minus {figure(b)} = {figure(a - b)}" if b <= a else None
+    if m := re.search(
+        rf"{_SPLIT}({n})\b{between}\b(?:({n}) ways|(?:between|among|by|into) ({n}))\b", said
+    ):
+        a, b = float(m[1]), float(m[2] or m[3])
+        return f"{figure(a)} split {figure(b)} ways = {figure(a / b)} each" if b else None
     return None
 
 

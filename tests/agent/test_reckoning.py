@@ -59,6 +59,12 @@ def test_words_become_figures(said: str, written: str) -> None:
         ("If my birthdays on a Monday, what day was three days before that?",
          "if my birthday is a Monday, 3 days before is a Friday"),
         ("What's the date tomorrow?", "tomorrow is Monday, December 7, 2026"),
+        ("I have three apples and eat one. How many are left?", "3 minus 1 = 2"),
+        ("If I have twenty dollars and spend seven, how much do I have left?",
+         "20 minus 7 = 13"),
+        ("If we split a ninety six dollar bill four ways how much does everybody pay?",
+         "96 split 4 ways = 24 each"),
+        ("Share thirty sweets between six children: how many each?", "30 split 6 ways = 5 each"),
     ],
 )  # fmt: skip
 def test_a_figure_asked_for_is_worked_out(question: str, answer: str) -> None:
@@ -70,7 +76,9 @@ def test_a_figure_asked_for_is_worked_out(question: str, answer: str) -> None:
     [
         "What is the capital of France?",
         "How many legs does a spider have?",
-        "I have three apples and eat one. How many are left?",
+        "I have three apples and eat one. How many did I have?",
+        "I had two cats and lost one last year.",  # nothing asked to be left
+        "Split the bill four ways.",  # no amount
         "Which is heavier, a kilogram of iron or a gram of feathers?",
         "What is the boiling point of water in Celsius?",
         "What day is Christmas?",
