@@ -344,9 +344,19 @@ def _weekday(said: str, today: dt.date) -> str | None:
     return None
 
 
-def worked_out(text: str, today: dt.date | None = None) -> str | None:
-    """The figure `text` asks for, worked out ("10 miles = 16.09 kilometers"), or None."""
+# "that" or "it" where a figure goes: "And what's that divided by two?", "half of it".
+_THAT = re.compile(
+    rf"\b(?:that|it)\b(?= (?:{_OPERATOR}|squared|cubed)\b)|(?<=\bof )(?:that|it)\b|"
+    r"(?<=\bdouble )(?:that|it)\b"
+)
+
+
+def worked_out(text: str, today: dt.date | None = None, before: str = "") -> str | None:
+    """The figure `text` asks for, worked out ("10 miles = 16.09 kilometers"), or None.
+    `before`: the reply it follows, whose last figure is what "that" stands for."""
     said = plain(text)
+    if before and (figures := re.findall(_NUMBER, plain(before))):
+        said = _THAT.sub(figures[-1], said)
     return _weekday(said, today or dt.date.today()) or _conversion(said) or _arithmetic(said)
 
 
@@ -360,7 +370,8 @@ def with_workings(prompt: list[ChatMessage], language: str) -> list[ChatMessage]
     if (language or ENGLISH) != ENGLISH or not prompt or prompt[-1]["role"] != "user":
         return prompt
     asked = prompt[-1]["content"] or ""
-    found = worked_out(asked)
+    replied = len(prompt) > 1 and prompt[-2]["role"] == "assistant"
+    found = worked_out(asked, before=(prompt[-2]["content"] or "") if replied else "")
     if found is None:
         return prompt
     return [*prompt[:-1], {**prompt[-1], "content": f"{asked}\n\n{NOTE.format(found)}"}]

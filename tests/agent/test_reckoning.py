@@ -94,6 +94,23 @@ def test_nothing_to_work_out_is_left_alone(question: str) -> None:
     assert worked_out(question, SUNDAY) is None
 
 
+@pytest.mark.parametrize(
+    ("question", "before", "answer"),
+    [
+        ("And what's that divided by two?", "Six times seven is forty-two.",
+         "42 divided by 2 = 21"),
+        ("What is half of that?", "That comes to 120 dollars.", "half of 120 = 60"),
+        ("Double it.", "You have thirteen dollars left.", "twice 13 = 26"),
+        ("And that times three?", "It's a nice day.", None),  # no figure to stand for
+        ("Is that right?", "Six times seven is forty-two.", None),  # nothing to work out
+    ],
+)  # fmt: skip
+def test_that_stands_for_the_figure_said_before(
+    question: str, before: str, answer: str | None
+) -> None:
+    assert worked_out(question, SUNDAY, before=before) == answer
+
+
 def test_the_note_goes_to_the_llm_with_the_question_and_nowhere_else() -> None:
     prompt: list[ChatMessage] = [
         {"role": "system", "content": "You are Vera."},
@@ -108,3 +125,5 @@ def test_the_note_goes_to_the_llm_with_the_question_and_nowhere_else() -> None:
     assert with_workings(prompt, "es") == prompt
     asked_before = [*prompt, {"role": "assistant", "content": "There are 120."}]
     assert with_workings(asked_before, "en") == asked_before
+    followed = [*asked_before, {"role": "user", "content": "And half of that?"}]
+    assert "half of 120 = 60" in with_workings(followed, "en")[-1]["content"]
