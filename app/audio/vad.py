@@ -64,28 +64,46 @@ class Foreground:
     their loudest, so a caller who began softly and speaks on a little quieter still
     counts (bench/noise.py: with babble 10 dB under ten questions, every turn ended
     with the caller; on the same questions begun 8-12 dB softer, or going on 6 dB
-    quieter, none ended early)."""
+    quieter, none ended early). A turn that pauses before its rise began on the caller
+    (PAUSE_MS below)."""
 
     SMOOTHING = 0.3  # a click or a plosive barely moves the loudest
     OPENING_MS = 300
     RISE_DB = 6.0
     ABOVE_ROOM_DB = 4.0
     NEAREST_DB = 4.0
+    # A quiet pause: a room of talkers does not fall silent, so an utterance that goes
+    # PAUSE_MS unvoiced and QUIET_DB under its opening before its rise did not begin on
+    # one. Taken for the room, a caller's soft "Um," set the line 4 dB under their
+    # loudest, and their question was cut in two there (Piper's voice: "How many players
+    # does a soccer?" + "have on the field."). Where the voice detector only flickers
+    # in a noise the turn began on, the sound stays near the opening: no pause.
+    PAUSE_MS = 100
+    QUIET_DB = 10.0
 
     def __init__(self, background_db: float, frame_ms: int = 20) -> None:
         self._background_db = background_db
         self._opening_frames = self.OPENING_MS // frame_ms
+        self._pause_frames = max(1, self.PAUSE_MS // frame_ms)
         self.reset()
 
     def reset(self) -> None:
         self._smoothed: float | None = None
         self._loudest = self._opening = SILENT_DB
-        self._voiced_frames = 0
+        self._voiced_frames = self._unvoiced_run = 0
+        self._paused = False
 
     def voiced(self, frame: bytes, voiced: bool) -> bool:
-        if not voiced or not self._background_db:
+        if not self._background_db:
             return voiced
         db = pcm_db(frame)
+        if not voiced:
+            quiet = db < self._opening - self.QUIET_DB
+            self._unvoiced_run = self._unvoiced_run + 1 if quiet else 0
+            if self._unvoiced_run >= self._pause_frames and not self._began_on_room:
+                self._paused = True
+            return False
+        self._unvoiced_run = 0
         smoothed = db if self._smoothed is None else self._smoothed
         self._smoothed = smoothed + self.SMOOTHING * (db - smoothed)
         self._loudest = max(self._loudest, self._smoothed)
@@ -98,7 +116,8 @@ class Foreground:
     def _began_on_room(self) -> bool:
         """The caller's voice rose over the talkers this utterance began on."""
         return (
-            self._voiced_frames > self._opening_frames
+            not self._paused
+            and self._voiced_frames > self._opening_frames
             and self._loudest >= self._opening + self.RISE_DB
         )
 

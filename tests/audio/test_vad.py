@@ -172,3 +172,22 @@ def test_other_talkers_in_the_room_do_not_hold_the_turn_open(background_db: floa
         assert ended[0].audio_end_ms < len(question) * 1000 // SAMPLE_RATE + 300
     else:
         assert not ended, "without the gate the room's talkers hold it open"
+
+
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_a_caller_who_opens_softly_and_pauses_is_not_taken_for_the_room() -> None:
+    """A soft "Um," (8 dB down), a pause, then the question, its second half 9 dB
+    quieter than its first: the pause shows no room of talkers began the turn, so the
+    caller is held to the usual line (12 dB under their loudest), not to the room's (4
+    dB), which ended the turn at the quieter half (Piper's voice: "How many players
+    does a soccer?" + "have on the field.")."""
+    um = rooms.trimmed(rooms.espeak("Um")) * 10 ** (-8 / 20)
+    first = rooms.trimmed(rooms.espeak("How many players"))
+    second = rooms.trimmed(rooms.espeak("does a soccer team have on the field?")) * 10 ** (-9 / 20)
+    pause = np.zeros(SAMPLE_RATE // 5)
+    question = np.concatenate([pause, um, pause, first, second])
+    detector = TurnDetector(VadSettings())
+    events = detector.push(rooms.pcm16(np.concatenate([question, np.zeros(SAMPLE_RATE)])))
+    ended = [e for e in events if isinstance(e, UtteranceEnded)]
+    assert len(ended) == 1, [(e.audio_start_ms, e.audio_end_ms) for e in ended]
+    assert ended[0].audio_end_ms >= len(question) * 1000 // SAMPLE_RATE - 300
