@@ -82,6 +82,7 @@ def plain(text: str) -> str:
     said = re.sub(r"(?<=\d) - (?=\d)", " minus ", said)
     said = said.replace("what's", "what is").replace("how's", "how is")
     said = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", said)
+    said = re.sub(r"\bfourty\b", "forty", said)  # as Qwen2.5-Coder-1.5B wrote 42
     words = re.findall(r"\d+(?:\.\d+)?|[a-z']+", said)
     return " ".join(_numbers(words))
 

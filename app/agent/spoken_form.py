@@ -128,6 +128,7 @@ _ELEMENTS = frozenset({
 _WORDLIKE = frozenset({"He", "Be", "As", "In", "At", "Am", "No", "Re", "Ho"})
 _ELEMENT = re.compile(r"(?<![\w'’-])[A-Z][a-z](?![\w'’-])")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s*)$")
+_ALONE = re.compile(r"\W*([A-Z][a-z])\W*")
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_MARK = re.compile(r"\s+([,.;:!?)])")
 _SPACE_AFTER_PAREN = re.compile(r"\(\s+")
@@ -241,7 +242,11 @@ def _range(match: re.Match[str]) -> str:
 
 
 def _symbols_spelled(text: str) -> str:
-    """A chemical symbol in a clause about symbols, as its letters: "Au" -> "A-U"."""
+    """A chemical symbol in a clause about symbols, or alone ("Au.", a whole answer), as
+    its letters: "Au" -> "A-U"."""
+    alone = _ALONE.fullmatch(text)
+    if alone and alone[1] in _ELEMENTS and alone[1] not in _WORDLIKE:
+        return text.replace(alone[1], "-".join(alone[1].upper()))
     if "symbol" not in text.lower():
         return text
 

@@ -101,6 +101,7 @@ def test_nothing_to_work_out_is_left_alone(question: str) -> None:
          "42 divided by 2 = 21"),
         ("What is half of that?", "That comes to 120 dollars.", "half of 120 = 60"),
         ("Double it.", "You have thirteen dollars left.", "twice 13 = 26"),
+        ("And that divided by two?", "Fourty-two.", "42 divided by 2 = 21"),  # misspelt
         ("And that times three?", "It's a nice day.", None),  # no figure to stand for
         ("Is that right?", "Six times seven is forty-two.", None),  # nothing to work out
     ],
