@@ -96,14 +96,15 @@ class Foreground:
     def voiced(self, frame: bytes, voiced: bool) -> bool:
         if not self._background_db:
             return voiced
-        db = pcm_db(frame)
         if not voiced:
-            quiet = db < self._opening - self.QUIET_DB
-            self._unvoiced_run = self._unvoiced_run + 1 if quiet else 0
-            if self._unvoiced_run >= self._pause_frames and not self._began_on_room:
-                self._paused = True
+            # Only until the pause or the room is known: each settles it for the turn.
+            if not self._paused and not self._began_on_room:
+                quiet = pcm_db(frame) < self._opening - self.QUIET_DB
+                self._unvoiced_run = self._unvoiced_run + 1 if quiet else 0
+                self._paused = self._unvoiced_run >= self._pause_frames
             return False
         self._unvoiced_run = 0
+        db = pcm_db(frame)
         smoothed = db if self._smoothed is None else self._smoothed
         self._smoothed = smoothed + self.SMOOTHING * (db - smoothed)
         self._loudest = max(self._loudest, self._smoothed)
