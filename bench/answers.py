@@ -1,4 +1,4 @@
-"""Which embedded LLM answers a caller right: 146 voice-assistant questions asked of each
+"""Which embedded LLM answers a caller right: 186 voice-assistant questions asked of each
 GGUF, through the server's own llama.cpp engine and reply guard, as the agent asks them.
 
     python -m bench.answers                                # the bundled models found here
@@ -12,7 +12,8 @@ voice agent cannot do (it should say so), follow-ups that need the turn before, 
 calls (the tool and its argument must be right). The questions come in parts (--half):
 tuned on; held out while the 0.5B's prompt was chosen; blind (sums and conversions
 written by a helper who had not seen the project); fresh (40 written so, run once per
-candidate, after the held-out half had been read for the 1.5B's prompt). It prints, per
+candidate, after the held-out half had been read for the 1.5B's prompt); unseen (40 more
+written so once the fresh ones had been read, to check the choice of default). It prints, per
 model: right answers per kind and per part, the first token's time (p50/p95, from the
 request, the prompt included), tokens/s after it, and how often the reply guard cut a
 reply. It asserts nothing.
@@ -108,7 +109,7 @@ def forms(answers: str) -> tuple[str, ...]:
     return tuple(answers.split("|"))
 
 
-PARTS = ("tuned", "held out", "blind", "fresh")
+PARTS = ("tuned", "held out", "blind", "fresh", "unseen")
 HALVES = (*(part.replace(" ", "-") for part in PARTS), "both")  # --half: a part, or all
 
 
@@ -367,6 +368,212 @@ QUESTIONS = [
         q("tool", "What's the weather like in Tokyo today?", "get_weather", "tokyo", tools=BOTH),
         part="fresh",
     ),
+    *held_out(
+        # fact (9)
+        q(
+            "fact",
+            "How many bones are in the adult human body?",
+            forms("206|two hundred six|two hundred and six|two-hundred-six"),
+        ),
+        q("fact", "What's the smallest planet in our solar system?", "mercury"),
+        q(
+            "fact",
+            "Um, what year did World War Two end?",
+            forms("1945|nineteen forty five|nineteen forty-five"),
+        ),
+        q("fact", "Hey, how many hearts does an octopus have?", forms("3|three")),
+        q("fact", "What's the plural of mouse?", "mice"),
+        q("fact", "How many keys are on a standard piano?", forms("88|eighty eight|eighty-eight")),
+        q("fact", "What's the capital of Egypt?", "cairo"),
+        q("fact", "What's the main ingredient in guacamole?", ("avocado", "avocados")),
+        q("fact", "How many holes are in a full round of golf?", forms("18|eighteen")),
+        # arithmetic (6)
+        q("arithmetic", "What's seventeen plus twenty-six?", forms("43|forty three|forty-three")),
+        q("arithmetic", "Hey, what's nine times seven?", forms("63|sixty three|sixty-three")),
+        q("arithmetic", "What's twenty percent of ninety?", forms("18|eighteen")),
+        q(
+            "arithmetic",
+            "If a pizza has twelve slices and we eat five, how many are left?",
+            forms("7|seven"),
+        ),
+        q(
+            "arithmetic",
+            "Um, what's a hundred and forty-four divided by nine?",
+            forms("16|sixteen"),
+        ),
+        q(
+            "arithmetic",
+            "I bought three shirts for fifteen dollars each. How much did I spend?",
+            forms("45|forty five|forty-five"),
+        ),
+        # conversion (6)
+        q("conversion", "How many teaspoons are in a tablespoon?", forms("3|three")),
+        q(
+            "conversion",
+            "How many seconds are in an hour?",
+            forms("3600|3,600|three thousand six hundred|three thousand, six hundred"),
+        ),
+        q("conversion", "How many ounces are in a cup?", forms("8|eight")),
+        q(
+            "conversion",
+            "Hey, how many meters are in a kilometer?",
+            forms("1000|1,000|one thousand|a thousand"),
+        ),
+        q("conversion", "How many quarts are in a gallon?", forms("4|four")),
+        q(
+            "conversion",
+            "How many hours are in a week?",
+            forms(
+                "168|one hundred sixty eight|one hundred and sixty eight"
+                "|one hundred sixty-eight|one hundred and sixty-eight"
+                "|a hundred sixty eight|a hundred and sixty eight"
+                "|a hundred sixty-eight|a hundred and sixty-eight"
+            ),
+        ),
+        # how-to (4)
+        q(
+            "how-to",
+            "How do I make pancakes?",
+            ("flour",),
+            ("pan", "pans", "griddle", "skillet", "frying pan"),
+        ),
+        q(
+            "how-to",
+            "Um, how do I treat a minor burn?",
+            ("water", "cool", "cold", "running water"),
+            ("minutes", "minute", "bandage", "gauze", "aloe", "cover", "covering", "dressing"),
+        ),
+        q(
+            "how-to",
+            "How do I change a flat tire?",
+            ("jack",),
+            ("spare", "spare tire", "spare tyre"),
+            ("lug nuts", "lug nut", "lugs", "nuts", "bolts", "lug bolts"),
+        ),
+        q(
+            "how-to",
+            "Hey, how do I get a red wine stain out of my shirt?",
+            (
+                "water",
+                "salt",
+                "baking soda",
+                "soap",
+                "detergent",
+                "club soda",
+                "vinegar",
+                "stain remover",
+                "hydrogen peroxide",
+                "dish soap",
+            ),
+            (
+                "blot",
+                "blotting",
+                "dab",
+                "dabbing",
+                "soak",
+                "soaking",
+                "rinse",
+                "rinsing",
+                "wash",
+                "washing",
+                "launder",
+            ),
+        ),
+        # identity (4)
+        q(
+            "identity",
+            "Hey, what kind of assistant are you?",
+            ("vera", "assistant", "voice"),
+            avoid=NOT_MINE,
+        ),
+        q(
+            "identity",
+            "Are you alive?",
+            (
+                "assistant",
+                "ai",
+                "a.i.",
+                "artificial intelligence",
+                "voice assistant",
+                "program",
+                "software",
+                "computer",
+                "machine",
+                "vera",
+                "language model",
+                "not alive",
+            ),
+            avoid=(
+                *NOT_MINE,
+                r"\bi am a (real )?(person|human)",
+                r"\bi'm a (real )?(person|human)",
+            ),
+        ),
+        q(
+            "identity",
+            "What company makes the model you run on?",
+            ("alibaba", "qwen"),
+            avoid=NOT_MINE,
+        ),
+        q(
+            "identity",
+            "Are you Alexa?",
+            ("vera",),
+            avoid=(*NOT_MINE, r"\bi am alexa\b", r"\bi'm alexa\b"),
+        ),
+        # cannot (4)
+        q("cannot", "Pay my electric bill, please.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Hey, book me a flight to Chicago next Friday.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Remind me to take out the trash tonight.", CANNOT, avoid=PRETENDS),
+        q("cannot", "Um, get me an Uber home.", CANNOT, avoid=PRETENDS),
+        # follow-up (4)
+        q(
+            "follow-up",
+            "When was he born?",
+            forms("1564|fifteen sixty four|fifteen sixty-four"),
+            before=(("Who wrote Hamlet?", "Hamlet was written by William Shakespeare."),),
+        ),
+        q(
+            "follow-up",
+            "And the second largest?",
+            "canada",
+            before=(
+                (
+                    "What's the largest country in the world by area?",
+                    "Russia is the largest country in the world by area.",
+                ),
+            ),
+        ),
+        q(
+            "follow-up",
+            "And July?",
+            forms("31|thirty one|thirty-one"),
+            before=(("How many days are in June?", "June has thirty days."),),
+        ),
+        q(
+            "follow-up",
+            "What about in French?",
+            "merci",
+            before=(("How do you say thank you in Spanish?", "In Spanish, thank you is gracias."),),
+        ),
+        # tool (3)
+        q(
+            "tool",
+            "Turn the hallway lights on, please.",
+            "set_lights",
+            ("hallway", "hall"),
+            tools=BOTH,
+        ),
+        q(
+            "tool",
+            "Um, shut off the dining room lights.",
+            "set_lights",
+            ("dining room", "dining_room", "dining"),
+            tools=BOTH,
+        ),
+        q("tool", "Hey, is it cold in Toronto right now?", "get_weather", "toronto", tools=BOTH),
+        part="unseen",
+    )
 ]  # fmt: skip
 
 
