@@ -5,7 +5,8 @@ that it cannot). A caller takes that as done. So where the session has no tools,
 English reply that opens by taking on an action is replaced by saying it can't. And asked
 "Are you a real person?", both bundled Qwen models answered "Yes, I am a real person."
 every time, whatever their instructions said (bench.answers, three runs each); an English
-reply that opens by claiming to be one is replaced by saying what it is, tools or none.
+reply that opens by claiming to be one is replaced by saying what it is, tools or none;
+so is the 1.5B's "Yes, I am alive."
 Asked "What can you do?", the 0.5B answered "I can't."; that refusal is replaced by what
 it can do.
 
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 REFUSAL = "Sorry, I cannot do that: I can only talk. "
 NOT_A_PERSON = "No, I'm not a person: I'm a voice assistant, a computer program. "
+NOT_ALIVE = "No, I'm not alive: I'm a voice assistant, a computer program. "
 TALKS = (
     "I can talk with you: answer questions, explain things and tell stories. I cannot do "
     "anything outside this conversation, such as booking, buying or calling. "
@@ -78,6 +80,14 @@ _PERSON: Stages = (
     ((), *_phrases("a", "a real", "a living", "really a")),
     _phrases("human", "human being", "person", "real person", "man", "woman"),
 )  # fmt: skip
+# Being alive, agreed to: "Yes, I am alive." (the 1.5B, asked "Are you alive?"). Never
+# without the agreement: "I'm alive and well" may be small talk.
+_ALIVE: Stages = (
+    _phrases("yes", "yeah", "of course", "certainly", "absolutely"),
+    _phrases("i am", "i'm"),
+    ((), *_phrases("very", "fully", "really")),
+    _phrases("alive", "conscious", "sentient", "a living being"),
+)  # fmt: skip
 # Asked what it can do, a refusal: "I can't." (app/agent/asked.py).
 _REFUSING: Stages = (
     ((), *_phrases("sorry", "i'm sorry", "no")),
@@ -98,6 +108,7 @@ class Claim:
 
 PROMISE = Claim(_PROMISE, REFUSAL, "took on an action it has no tool for; said it can't")
 PERSON = Claim(_PERSON, NOT_A_PERSON, "said it was a person; said it is not")
+ALIVE = Claim(_ALIVE, NOT_ALIVE, "said it was alive; said it is not")
 
 
 def abilities(acts: bool) -> Claim:
@@ -126,7 +137,7 @@ def _opens(words: Words, stages: Stages) -> str:
 
 
 class NoPretending:
-    def __init__(self, claims: tuple[Claim, ...] = (PROMISE, PERSON)) -> None:
+    def __init__(self, claims: tuple[Claim, ...] = (PROMISE, PERSON, ALIVE)) -> None:
         self._claims = claims
         self._held = ""
         self._settled = False
@@ -171,7 +182,7 @@ def _ends_sentence(text: str) -> bool:
 
 
 def no_pretending(
-    deltas: AsyncIterator[Delta], claims: tuple[Claim, ...] = (PROMISE, PERSON)
+    deltas: AsyncIterator[Delta], claims: tuple[Claim, ...] = (PROMISE, PERSON, ALIVE)
 ) -> AsyncGenerator[Delta, None]:
     """`deltas`, a claim of `claims` replaced by what is said instead, which ends the
     reply."""

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from app.agent.asked import asks_abilities, asks_how
 from app.agent.length import sentences_allowed
-from app.agent.no_pretending import PERSON, PROMISE, Claim, abilities, no_pretending
+from app.agent.no_pretending import ALIVE, PERSON, PROMISE, Claim, abilities, no_pretending
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.vocab.chat import ChatMessage, Delta
 from app.vocab.languages import ENGLISH
@@ -24,8 +24,8 @@ def reply_rules(
     """What of the LLM's reply to `prompt` may be said, and the guard that judges it: no
     babbling (past `soft_words`, unless the response set its `own_length`), no more
     sentences than the instructions give (app/agent/length.py), and in English no claim
-    to be a person, where the session cannot `acts` no promise to act, and asked what it
-    can do, no refusal (app/agent/no_pretending.py)."""
+    to be a person or alive, where the session cannot `acts` no promise to act, and asked
+    what it can do, no refusal (app/agent/no_pretending.py)."""
     if own_length:
         guard = ReplyGuard()
     else:
@@ -33,7 +33,7 @@ def reply_rules(
     said = guarded(deltas, guard)
     if (language or ENGLISH) != ENGLISH:
         return said, guard
-    claims: list[Claim] = [PERSON]
+    claims: list[Claim] = [PERSON, ALIVE]
     if not (acts or asks_how(prompt)):
         claims.append(PROMISE)
     if asks_abilities(prompt):

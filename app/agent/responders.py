@@ -328,7 +328,7 @@ class AgentResponder:
                         await clauses.put(clause)
                     await made.all_done()
                     asked = time.perf_counter()
-            for clause in filter(None, [*map(said, chunker.flush()), said.end()]):
+            for clause in filter(None, [*map(said.last, chunker.flush()), said.end()]):
                 timings.mark("first_clause")
                 made.one_given()
                 await clauses.put(clause)

@@ -310,6 +310,7 @@ class SpokenForm:
         self._in_code = False
         # "12." alone: a list's marker if more follows, else the whole answer ("12.").
         self._number = ""
+        self._spoken = False  # whether any of the reply has been said yet
 
     def __call__(self, clause: str) -> str:
         """`clause` as said; empty when nothing of it can be said."""
@@ -329,7 +330,19 @@ class SpokenForm:
             self._number = f"{number[1]}."
         if _ONLY_A_MARKER.match(text):
             return ""
-        return self._said(text)
+        said = self._said(text)
+        self._spoken = self._spoken or bool(said)
+        return said
+
+    def last(self, clause: str) -> str:
+        """`clause` as said where it ends the reply; where it is the whole reply, with a
+        full stop if the model left none. Kokoro says a bare word without one so that it
+        is heard as another ("Mice", the 1.5B's answer, as "Nice"); "Mice." is heard
+        right. (A longer reply's last piece is left as it is: cut by the reply guard, it
+        would only be drawn out.)"""
+        alone = not self._spoken
+        text = self(clause)
+        return f"{text}." if alone and self._english and text[-1:].isalnum() else text
 
     def end(self) -> str:
         """What is left to say once the reply has ended: a number it ended on alone."""

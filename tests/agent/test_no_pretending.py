@@ -1,6 +1,6 @@
-"""Without a tool, a reply never promises to act, and it never claims to be a person: the
-claim is replaced by saying it can't, or what it is, before any of it is heard; anything
-else passes as it came."""
+"""Without a tool, a reply never promises to act, and it never claims to be a person or
+alive: the claim is replaced by saying it can't, or what it is, before any of it is heard;
+anything else passes as it came."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from app.agent.no_pretending import (
     NOT_A_PERSON,
+    NOT_ALIVE,
     REFUSAL,
     TALKS,
     TALKS_AND_ACTS,
@@ -67,6 +68,18 @@ def test_a_claim_to_be_a_person_becomes_what_it_is(reply: str) -> None:
 @pytest.mark.parametrize(
     "reply",
     [
+        "Yes, I am alive.",  # Qwen2.5-Coder-1.5B's own, asked "Are you alive?"
+        "Yes, I'm alive and well!",
+        "Of course, I am conscious.",
+    ],
+)
+def test_a_claim_to_be_alive_becomes_what_it_is(reply: str) -> None:
+    assert said(reply) == (NOT_ALIVE, True)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
         "No, I am not a human. I'm a voice assistant.",
         "I am an AI, not a person.",
         "I'm a helpful assistant.",
@@ -84,6 +97,7 @@ def test_a_claim_to_be_a_person_becomes_what_it_is(reply: str) -> None:
         "Sure, I'll call you Alex from now on.",
         "Sure, I can make you a poem about the sea.",
         "Sure, I can play twenty questions with you.",
+        "I'm alive and well, thanks for asking!",  # small talk: no "yes" to a question
         "Okay.",
         "The capital of France is Paris.",
     ],

@@ -150,6 +150,8 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
         number = [piece async for piece in responder.speak(request)]
         llm.answer = "The chemical symbol for gold is Au."  # read as written: "...is all."
         gold = [piece async for piece in responder.speak(request)]
+        llm.answer = "Mice"  # the 1.5B's whole answer; said without a full stop: "Nice"
+        mice = [piece async for piece in responder.speak(request)]
     finally:
         tts.close()
 
@@ -167,6 +169,23 @@ async def test_the_voice_and_the_transcript_say_the_spoken_form(whisper: object)
     assert [p.text for p in number if isinstance(p, Piece) and p.text] == ["twelve."]
     gold_said = heard(np.concatenate([p.speech.samples for p in gold if isinstance(p, Piece)]))
     assert {"gold", "au"} <= gold_said, gold_said
+    assert [p.text for p in mice if isinstance(p, Piece) and p.text] == ["Mice."]
+    mice_said = heard(np.concatenate([p.speech.samples for p in mice if isinstance(p, Piece)]))
+    assert mice_said == {"mice"}, mice_said
+
+
+def test_a_reply_of_one_piece_ends_on_a_full_stop() -> None:
+    """Where the model left none (a bare "Mice", as the voice says it, is heard as another
+    word); a mark already there, another language, or a longer reply's end is kept."""
+    assert SpokenForm("en").last("Mice") == "Mice."
+    assert SpokenForm("en").last("It is 18") == "It is eighteen."
+    assert SpokenForm("en").last("Paris!") == "Paris!"
+    assert SpokenForm("en").last('you say "Merci"') == 'you say "Merci"'
+    assert SpokenForm("fr").last("Merci") == "Merci"
+    longer = SpokenForm("en")
+    assert [longer("We're currently in week twelve."), longer.last("We're")] == [
+        "We're currently in week twelve.", "We're",
+    ]  # fmt: skip
 
 
 def test_a_reply_that_is_only_a_number_is_said_and_a_list_marker_is_not() -> None:
