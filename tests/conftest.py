@@ -14,7 +14,13 @@ import pytest
 
 from app.engines.llm_models import gguf_path
 from tests.support.otlp import OtlpCollector
-from tests.support.server import ServerProcess, free_port, free_udp_port
+from tests.support.server import (
+    LLM_CHOICES,
+    PLUMBING_LLM,
+    ServerProcess,
+    free_port,
+    free_udp_port,
+)
 from tests.support.speech import have_espeak, speak_to_wav
 
 
@@ -25,6 +31,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., 
 
     def start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
         log = tmp_path_factory.mktemp("server") / "server.log"
+        if not any(arg.startswith(LLM_CHOICES) for arg in args):
+            args = ("--llm-embedded", PLUMBING_LLM, *args)
         server = ServerProcess(list(args), log, env)
         started.append(server)
         server.wait_healthy()

@@ -21,8 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 # The default LLM, Qwen2.5-Coder-1.5B, is chosen for what it says (tests/e2e/test_answers.py
-# starts it); a test of the plumbing runs the 0.5B unless it names a model, as its replies
-# come in half the time and the run has some ninety servers to start.
+# starts it); a test of the plumbing runs the 0.5B unless it names a model
+# (tests/conftest.py), as its replies come in half the time and the run has some ninety
+# servers to start. A bench's server runs the default.
 DEFAULT_LLM = "qwen2.5-coder-1.5b"
 PLUMBING_LLM = "qwen2.5-coder-0.5b"
 LLM_CHOICES = ("--llm-embedded", "--llm-model-path", "--llm-base-url")
@@ -59,8 +60,6 @@ class ServerProcess:
         # A test of those limits calls from this machine, which they otherwise spare.
         if (rate or share) and not any(a.startswith("--limits-loopback-exempt") for a in args):
             args = ["--limits-loopback-exempt", "false", *args]
-        if not any(arg.startswith(LLM_CHOICES) for arg in args):
-            args = ["--llm-embedded", PLUMBING_LLM, *args]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port), *args],
             cwd=REPO,
