@@ -82,10 +82,12 @@ class LlmSettings(BaseModel):
     system_prompt: str = Field(
         "You are Vera, a voice assistant running the {model} model. {abilities} Answer in "
         "one or two short spoken sentences, without lists, markdown or emoji, unless asked "
-        "for more.",
+        "for more.{examples}",
         description="The LLM's instructions, for every session that does not set its own. "
-        "In any instructions, {model} is the serving model's name and {abilities} what "
-        "the agent can do: talk only, or act through the session's tools. Where English "
+        "In any instructions, {model} is the serving model's name, {abilities} what "
+        "the agent can do (talk only, or act through the session's tools), and {examples} "
+        "sample exchanges for a model that needs them to answer in whole sentences "
+        "(Qwen2.5-Coder-1.5B; their speaker is Vera). Where English "
         "instructions say how many sentences ('one or two short sentences'), a reply ends "
         "after that many unless the user asks for more (a story, steps, details).",
     )

@@ -13,6 +13,8 @@ import re
 
 MODEL = "{model}"
 ABILITIES = "{abilities}"
+EXAMPLES = "{examples}"
+PLACEHOLDERS = (MODEL, ABILITIES, EXAMPLES)
 
 _QUANTIZED = re.compile(r"[-_.](?:i?q\d\w*|f16|bf16|fp16|f32)$", re.IGNORECASE)
 _SUFFIX = re.compile(r"[-_.](?:instruct|chat|it)(?:[-_.].*)?$", re.IGNORECASE)
@@ -37,6 +39,18 @@ TALKS_ANSWERS = (
 )
 _WITHOUT_TOOLS_FOR = {"qwen 2.5 coder 1.5 b": TALKS_ANSWERS}
 
+# Told to answer "in a whole sentence", the 1.5B still said "Mice", "Sixty-three." and
+# "I can't.": 31 of 158 replies of three words or fewer. A lone word is what a listener
+# (and Whisper) mishears most, "Mice." as "Marisa." and "eighteen." as "I can't." Shown
+# one exchange, it wrote 3 such replies. The 0.5B shown the same repeated the user's
+# words back ("Drive me to the airport, please."), so it is shown none.
+WHOLE_ANSWER = "\n\nExample:\nUser: What's six times four?\nVera: Six times four is twenty-four."
+# Only where it cannot act: with tools, a request may be one to carry out.
+WHOLE_REFUSAL = (
+    "\nUser: Order me a taxi.\nVera: Sorry, I can't order a taxi; I can only talk with you."
+)
+_EXAMPLES_FOR = {"qwen 2.5 coder 1.5 b": (WHOLE_ANSWER, WHOLE_REFUSAL)}
+
 
 def spoken_model(name: str) -> str:
     """A model's name as a person says it: no organisation, file type, quantization or
@@ -50,9 +64,15 @@ def spoken_model(name: str) -> str:
 
 
 def filled(instructions: str, *, model: str, tools: bool) -> str:
-    """`instructions` with `{model}` and `{abilities}` said for this reply."""
-    if MODEL not in instructions and ABILITIES not in instructions:
+    """`instructions` with `{model}`, `{abilities}` and `{examples}` said for this reply."""
+    if not any(placeholder in instructions for placeholder in PLACEHOLDERS):
         return instructions
-    said = spoken_model(model)
-    talk_only = _WITHOUT_TOOLS_FOR.get(said.lower(), WITHOUT_TOOLS)
-    return instructions.replace(MODEL, said).replace(ABILITIES, WITH_TOOLS if tools else talk_only)
+    said = spoken_model(model).lower()
+    talk_only = _WITHOUT_TOOLS_FOR.get(said, WITHOUT_TOOLS)
+    answer, refusal = _EXAMPLES_FOR.get(said, ("", ""))
+    examples = answer if tools or not answer else answer + refusal
+    return (
+        instructions.replace(MODEL, spoken_model(model))
+        .replace(ABILITIES, WITH_TOOLS if tools else talk_only)
+        .replace(EXAMPLES, examples)
+    )

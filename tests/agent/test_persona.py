@@ -7,7 +7,15 @@ import pytest
 from app.agent.responders import as_told
 from app.config import LlmSettings
 from app.vocab.chat import ChatMessage
-from app.vocab.persona import TALKS_ANSWERS, WITH_TOOLS, WITHOUT_TOOLS, filled, spoken_model
+from app.vocab.persona import (
+    TALKS_ANSWERS,
+    WHOLE_ANSWER,
+    WHOLE_REFUSAL,
+    WITH_TOOLS,
+    WITHOUT_TOOLS,
+    filled,
+    spoken_model,
+)
 
 
 @pytest.mark.parametrize(
@@ -32,6 +40,7 @@ def test_the_default_instructions_name_the_model_and_what_it_can_do() -> None:
     assert WITHOUT_TOOLS in bare and WITH_TOOLS not in bare
     armed = filled(default, model="Qwen2.5-Coder-0.5B-Instruct Q4_K_M", tools=True)
     assert WITH_TOOLS in armed and WITHOUT_TOOLS not in armed
+    assert "Example" not in bare + armed, "the 0.5B shown an exchange repeats the user"
 
 
 @pytest.mark.parametrize(
@@ -49,6 +58,18 @@ def test_a_model_that_refuses_too_much_is_told_what_it_can_do_its_own_way(served
     bare = filled(default, model=served, tools=False)
     assert TALKS_ANSWERS in bare and WITHOUT_TOOLS not in bare
     assert WITH_TOOLS in filled(default, model=served, tools=True)
+
+
+def test_a_model_that_answers_in_one_word_is_shown_whole_sentences() -> None:
+    """The 1.5B's "Sixty-three." or "I can't.", alone, is what a listener mishears; shown
+    an exchange it says "Nine times seven is sixty-three." With tools, a request may be
+    one to carry out, so it is not shown a refusal."""
+    default = LlmSettings().system_prompt
+    bare = filled(default, model="Qwen2.5-Coder-1.5B-Instruct Q4_K_M", tools=False)
+    assert bare.endswith(f"unless asked for more.{WHOLE_ANSWER}{WHOLE_REFUSAL}")
+    armed = filled(default, model="Qwen2.5-Coder-1.5B-Instruct Q4_K_M", tools=True)
+    assert armed.endswith(f"unless asked for more.{WHOLE_ANSWER}") and "taxi" not in armed
+    assert filled("Say {examples} here.", model="gemma-2-2b-it", tools=False) == "Say  here."
 
 
 def test_only_the_instructions_are_filled_in() -> None:
