@@ -67,12 +67,11 @@ def filled(instructions: str, *, model: str, tools: bool) -> str:
     """`instructions` with `{model}`, `{abilities}` and `{examples}` said for this reply."""
     if not any(placeholder in instructions for placeholder in PLACEHOLDERS):
         return instructions
-    said = spoken_model(model).lower()
-    talk_only = _WITHOUT_TOOLS_FOR.get(said, WITHOUT_TOOLS)
-    answer, refusal = _EXAMPLES_FOR.get(said, ("", ""))
-    examples = answer if tools or not answer else answer + refusal
+    said = spoken_model(model)
+    talk_only = _WITHOUT_TOOLS_FOR.get(said.lower(), WITHOUT_TOOLS)
+    answer, refusal = _EXAMPLES_FOR.get(said.lower(), ("", ""))
     return (
-        instructions.replace(MODEL, spoken_model(model))
+        instructions.replace(MODEL, said)
         .replace(ABILITIES, WITH_TOOLS if tools else talk_only)
-        .replace(EXAMPLES, examples)
+        .replace(EXAMPLES, answer if tools else answer + refusal)
     )
