@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from app.agent.responders import AgentResponder, EchoResponder, Responder
+from app.agent.echo_responder import EchoResponder
+from app.agent.responders import AgentResponder, Responder
 from app.config import Settings
 from app.engines import Engines, load_engines
 from app.engines.silero_vad import SileroVad

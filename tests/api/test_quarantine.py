@@ -16,7 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from app.agent.responders import EchoResponder, Piece, SpeechRequest
+from app.agent.echo_responder import EchoResponder
+from app.agent.responders import Piece, SpeechRequest
 from app.config import PoolSettings, Settings
 from app.main import create_app
 from clients import AgentClient, load_wav

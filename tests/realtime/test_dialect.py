@@ -13,7 +13,8 @@ import numpy as np
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
-from app.agent.responders import EchoResponder, Responder
+from app.agent.echo_responder import EchoResponder
+from app.agent.responders import Responder
 from app.audio import g711
 from app.realtime.dialect import RealtimeDialect
 from tests.session.fakes import FakeLLM, FakeSTT, FakeTurnModel, make_session, noise, silence

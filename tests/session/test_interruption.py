@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from app.agent.responders import EchoResponder
+from app.agent.echo_responder import EchoResponder
 from app.observability.counters import InterruptionStats
 from app.session import messages as msg
 from app.session.listening.backchannels import hum, no_turn
