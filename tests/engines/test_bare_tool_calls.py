@@ -39,6 +39,7 @@ def tokens(text: str, size: int = 3) -> list[Delta]:
         '  ```json\n{"name": "set_lights", "arguments": {"room": "kitchen", "on": true}}\n```',
         '<tool_call>\n{"name": "set_lights", "arguments": "{\\"room\\": \\"kitchen\\", '
         '\\"on\\": true}"}\n</tool_call>',
+        '{{"name": "set_lights", "arguments": {"room": "kitchen", "on": true}}}',
     ],
 )
 def test_a_call_written_as_text_becomes_the_call(written: str) -> None:
@@ -75,6 +76,7 @@ def test_words_pass_at_once() -> None:
         '{"name": "set_lights", "arguments": [1]}',
         '{"name": "set_lights", "arguments": {"room": "kitchen"}} and then some words',
         "{ not JSON at all",
+        "{{ not JSON at all }}",
     ],
 )
 def test_what_is_no_call_of_an_offered_tool_stays_text(written: str) -> None:

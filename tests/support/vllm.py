@@ -15,7 +15,7 @@ import httpx
 from tests.support.server import REPO, free_port
 
 VENV = Path(os.environ.get("VLLM_VENV", REPO / ".vllm"))
-SERVED_NAME = "Qwen2.5-Coder-0.5B-Instruct"
+SERVED_NAME = "Qwen2.5-Coder-1.5B-Instruct"
 
 
 def vllm_installed() -> bool:
@@ -34,7 +34,7 @@ class VllmServer:
         self.startup_s = 0.0
 
     def start(self, timeout_s: float = 900.0) -> None:
-        """Start serve.sh and wait for /health (about 2 min cold, 80 s with its compile cache)."""
+        """Start serve.sh and wait for /health (about 45 s on 2 cores)."""
         started = time.monotonic()
         env = {**os.environ, "VLLM_VENV": str(VENV), "VLLM_PORT": str(self.port),
                "VLLM_SERVED_NAME": SERVED_NAME}  # fmt: skip

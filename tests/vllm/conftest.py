@@ -39,8 +39,14 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
 def vllm_agent(
     start_session_server: Callable[..., ServerProcess], vllm: VllmServer
 ) -> ServerProcess:
-    """The default agent (Whisper, Kokoro) with vLLM as its LLM; 4 slots for the batching test."""
-    return start_session_server("--llm-base-url", vllm.url, "--max-sessions", "4")
+    """The default agent (Whisper, Kokoro) with vLLM as its LLM; 4 slots for the batching test.
+
+    Patient with vLLM: on two AVX2 cores it serves the 1.5B in float32, where four replies
+    at once failed within the 10 s a caller is kept waiting for a first word."""
+    return start_session_server(
+        "--llm-base-url", vllm.url, "--max-sessions", "4",
+        "--llm-first-token-timeout-s", "90", "--llm-stall-timeout-s", "60",
+    )  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,4 +1,4 @@
-"""The agent against a real vLLM: vLLM's CPU build from PyPI, serving Qwen2.5-Coder-0.5B-Instruct
+"""The agent against a real vLLM: vLLM's CPU build from PyPI, serving Qwen2.5-Coder-1.5B-Instruct
 prepared from the GGUF in its PyPI parts (deploy/vllm), the embedded default's model. Every
 check reads vLLM's own /metrics, so an answer that did not come from vLLM fails them."""
 
@@ -203,10 +203,10 @@ async def test_sessions_asking_at_once_are_batched_by_vllm(
     sessions = 4
     before = served(vllm)
     async with (
-        text_session(vllm_agent, 160) as a,
-        text_session(vllm_agent, 160) as b,
-        text_session(vllm_agent, 160) as c,
-        text_session(vllm_agent, 160) as d,
+        text_session(vllm_agent, 64) as a,
+        text_session(vllm_agent, 64) as b,
+        text_session(vllm_agent, 64) as c,
+        text_session(vllm_agent, 64) as d,
     ):
         steps_before, tokens_before = engine_steps(vllm), generated(vllm)
         replies = await asyncio.gather(*(s.ask(LONG) for s in (a, b, c, d)))
