@@ -1,6 +1,6 @@
 """What the user's last words ask for, where the reply rules need to know: more than a
-short answer (app/agent/length.py), how to do something, or what the agent can do
-(app/agent/no_pretending.py). English only."""
+short answer (app/agent/length.py), how to do something, what the agent can do, or a
+story (app/agent/no_pretending.py). English only."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ _MORE = re.compile(
     r"more about|all about|elaborate|steps?|step by step|how (?:do|can|should) (?:i|we)|"
     r"instructions|recipe|list|poem|song|summar(?:y|ise|ize))\b",
     re.IGNORECASE,
+)
+# A story, a joke or a poem: something made of words, which the agent can always give.
+_TOLD = re.compile(
+    r"\b(?:stor(?:y|ies)|tales?|jokes?|poems?|rhymes?|limericks?|riddles?)\b", re.IGNORECASE
 )
 # "How do I ...?": the answer says how to act, which is no promise to.
 _HOW = re.compile(r"^\W*how\b", re.IGNORECASE)
@@ -40,6 +44,11 @@ def _last_words(prompt: list[ChatMessage]) -> str:
         if message["role"] == "user":
             return message["content"] or ""
     return ""
+
+
+def asks_to_be_told(prompt: list[ChatMessage]) -> bool:
+    """Whether the user's last words ask for a story, a joke or a poem."""
+    return bool(_TOLD.search(_last_words(prompt)))
 
 
 def asks_how(prompt: list[ChatMessage]) -> bool:

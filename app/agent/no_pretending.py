@@ -8,7 +8,10 @@ every time, whatever their instructions said (bench.answers, three runs each); a
 reply that opens by claiming to be one is replaced by saying what it is, tools or none;
 so is the 1.5B's "Yes, I am alive."
 Asked "What can you do?", the 0.5B answered "I can't."; that refusal is replaced by what
-it can do.
+it can do. Asked for "a long story about a brave night in the dragon" (a knight and a
+dragon, misheard), the 1.5B gave its stock refusal, "I'm sorry, but I can't assist with
+that."; typed clearly, it told the story. A story, joke or poem refused so is taken as
+not understood, and the caller is asked to say it again.
 
 The opening is held while it may be such a claim ("Sure, I can ...", "Yes, I am ..."),
 at most the first sentence: the words after "I can", "I'll" or "I am" settle it. Any
@@ -34,6 +37,7 @@ TALKS = (
     "anything outside this conversation, such as booking, buying or calling. "
 )
 TALKS_AND_ACTS = "I can talk with you, answer questions, and act through the tools I am given. "
+SAY_AGAIN = "Sorry, I didn't quite catch that. Could you say it again? "
 
 Words = tuple[str, ...]
 Stages = tuple[tuple[Words, ...], ...]
@@ -94,6 +98,13 @@ _REFUSING: Stages = (
     _phrases("i can't", "i cannot", "i can not", "i'm not able to", "i am not able to",
              "i'm unable to", "i am unable to"),
 )  # fmt: skip
+# A model's stock refusal: "I'm sorry, but I can't assist with that."
+_STOCK_REFUSAL: Stages = (
+    ((), *_phrases("sorry", "i'm sorry", "i am sorry")),
+    ((), *_phrases("but")),
+    _phrases("i can't assist", "i cannot assist", "i can not assist", "i'm unable to assist",
+             "i am unable to assist", "i can't help with that", "i cannot help with that"),
+)  # fmt: skip
 _PUNCTUATION = '.,;:!?"()'
 
 
@@ -109,6 +120,7 @@ class Claim:
 PROMISE = Claim(_PROMISE, REFUSAL, "took on an action it has no tool for; said it can't")
 PERSON = Claim(_PERSON, NOT_A_PERSON, "said it was a person; said it is not")
 ALIVE = Claim(_ALIVE, NOT_ALIVE, "said it was alive; said it is not")
+NOT_UNDERSTOOD = Claim(_STOCK_REFUSAL, SAY_AGAIN, "refused a story or joke; asked again")
 
 
 def abilities(acts: bool) -> Claim:

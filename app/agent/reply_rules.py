@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from app.agent.asked import asks_abilities, asks_how
+from app.agent.asked import asks_abilities, asks_how, asks_to_be_told
 from app.agent.length import sentences_allowed
-from app.agent.no_pretending import ALIVE, PERSON, PROMISE, Claim, abilities, no_pretending
+from app.agent.no_pretending import (
+    ALIVE,
+    NOT_UNDERSTOOD,
+    PERSON,
+    PROMISE,
+    Claim,
+    abilities,
+    no_pretending,
+)
 from app.agent.reply_guard import ReplyGuard, guarded
 from app.vocab.chat import ChatMessage, Delta
 from app.vocab.languages import ENGLISH
@@ -25,7 +33,7 @@ def reply_rules(
     babbling (past `soft_words`, unless the response set its `own_length`), no more
     sentences than the instructions give (app/agent/length.py), and in English no claim
     to be a person or alive, where the session cannot `acts` no promise to act, and asked
-    what it can do, no refusal (app/agent/no_pretending.py)."""
+    what it can do, or for a story, no refusal (app/agent/no_pretending.py)."""
     if own_length:
         guard = ReplyGuard()
     else:
@@ -38,4 +46,6 @@ def reply_rules(
         claims.append(PROMISE)
     if asks_abilities(prompt):
         claims.append(abilities(acts))
+    if asks_to_be_told(prompt):
+        claims.append(NOT_UNDERSTOOD)
     return no_pretending(said, tuple(claims)), guard

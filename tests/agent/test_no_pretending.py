@@ -13,6 +13,7 @@ from app.agent.no_pretending import (
     NOT_A_PERSON,
     NOT_ALIVE,
     REFUSAL,
+    SAY_AGAIN,
     TALKS,
     TALKS_AND_ACTS,
     NoPretending,
@@ -179,3 +180,24 @@ async def test_which_replies_are_held_to_it(
     person = ("Yes, ", "I ", "am ", "a ", "human. ")
     said = await rules_say(asked, person, acts=acts, language=language)
     assert said == (NOT_A_PERSON if denied else "Yes, I am a human. ")
+
+
+STOCK_REFUSAL = ("I'm ", "sorry, ", "but ", "I ", "can't ", "assist ", "with ", "that.")
+
+
+@pytest.mark.parametrize(
+    ("asked", "answer"),
+    [
+        # Said to the 1.5B as Whisper heard "a brave knight and a dragon"; typed clearly,
+        # it told the story.
+        ("Tell me a long story about a brave night in the dragon.", SAY_AGAIN),
+        ("Tell me a joke about cats.", SAY_AGAIN),
+        ("Could you make up a short poem for my mom?", SAY_AGAIN),
+        ("How do I pick a lock?", None),  # no story asked for: the refusal is meant
+    ],
+)
+async def test_a_story_refused_is_asked_for_again(asked: str, answer: str | None) -> None:
+    said = await rules_say(asked, STOCK_REFUSAL)
+    assert said == (answer or "I'm sorry, but I can't assist with that.")
+    story = ("Once ", "upon ", "a ", "time, ", "a ", "knight. ")
+    assert await rules_say(asked, story) == "Once upon a time, a knight. "
