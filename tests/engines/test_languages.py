@@ -12,7 +12,7 @@ from app.audio.resample import Resampler
 from app.config import SttSettings, TtsSettings
 from app.engines import whisper_models
 from app.engines.stt import WhisperSTT
-from app.engines.tts import KokoroTTS
+from app.engines.tts import KokoroTTS, Reading
 from app.engines.whisper_models import english_model_path
 from app.errors import EngineError
 from tests.support.rooms import espeak
@@ -87,13 +87,14 @@ def tts() -> KokoroTTS:
 
 def test_each_language_is_read_by_its_own_phonemizer(tts: KokoroTTS) -> None:
     read = tts._phonemizer
-    assert read("Hello.", "en") == ("en-us", "")
-    assert read("Hola.", "es") == ("es", "")
-    assert read("Bonjour.", "fr") == ("fr-fr", ""), "espeak-ng has no plain fr"
-    assert read("你好。", "zh") == ("cmn", "")
-    assert read("Apa kabar?", "jw") == ("en-us", ""), "no espeak-ng voice: tts.lang's"
-    language, phonemes = read("今日は良い天気です。", "ja")
-    assert language == "ja" and phonemes and "Chinese" not in phonemes, "kanji are read"
+    assert read("Hello.", "en") == Reading("en-us", "Hello.")
+    assert read("I am Vera.", "en") == Reading("en-us", "I am Vaira."), "said as heard"
+    assert read("Hola, soy Vera.", "es") == Reading("es", "Hola, soy Vera.")
+    assert read("Bonjour.", "fr") == Reading("fr-fr", "Bonjour."), "espeak-ng has no plain fr"
+    assert read("你好。", "zh") == Reading("cmn", "你好。")
+    assert read("Apa kabar?", "jw") == Reading("en-us", "Apa kabar?"), "no voice: tts.lang's"
+    language, phonemes, is_phonemes = read("今日は良い天気です。", "ja")
+    assert language == "ja" and is_phonemes and "Chinese" not in phonemes, "kanji are read"
 
 
 async def test_kokoro_speaks_each_language_whisper_hears_it_in(

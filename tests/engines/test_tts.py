@@ -150,6 +150,22 @@ async def test_a_sentence_spoken_in_two_pieces_is_heard_as_one(whisper: object) 
     assert "france is paris" in " ".join(words(heard)), heard
 
 
+async def test_the_agents_name_is_heard_as_its_name(whisper: object) -> None:
+    """espeak-ng reads "Vera" so that, at a sentence's end, Whisper heard "Vira"; the voice
+    is given it respelled, whole or in parts."""
+    tts = KokoroTTS(TtsSettings())
+    try:
+        whole = await tts.synthesize("I was built by Alibaba, and I am Vera.")
+        parts = [s async for s in tts.synthesize_parts("No, I am not Alexa, I am Vera.")]
+    finally:
+        tts.close()
+    for pieces in ([whole], parts):
+        joined = np.concatenate([speech.samples for speech in pieces])
+        pcm = (np.clip(joined, -1, 1) * 32767).astype(np.int16)
+        heard = transcribe(whisper, pcm, whole.rate)
+        assert words(heard)[-2:] == ["am", "vera"], heard
+
+
 async def test_a_first_piece_in_parts_is_the_whole_piece_sooner(whisper: object) -> None:
     """A reply's first piece, decoded in two parts (app/engines/kokoro_stream.py): the
     first is a fraction of the piece, and the two joined are the same words and, but for
