@@ -90,8 +90,17 @@ _RANGE = re.compile(rf"(?<![\w.])({_NUMBER})\s?[-–—]\s?({_NUMBER})(?![\w.])"
 _YEAR = re.compile(r"(?<![\w.,$€£])(1[1-9]\d\d|20\d\d)(?![\w%]|\.\d)")
 # Not a number's first digits before ".5B" ("0.5B" read as "zero.5B"): the whole number or none.
 _DECIMAL = re.compile(rf"(?<![\w.])(-?)({_NUMBER})(?!\w|\.\d)")
-# A number with a capital letter after it, as a model's or a screen's size: "7B", "4K".
+# A model's size in billions or millions of parameters: a decimal ("1.5B", or "1.5 B" as
+# the instructions name the model), or a whole number before "model". Said "one point
+# five B model", it was heard "1.5 B-mata" (Whisper tiny.en); "billion model", right.
+_SIZE = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?=\s?[BM]\s(?:model|parameter)))\s?([BM])(?!\w|\.\d)")
+# A number with a capital letter after it, as a screen's size or a seat: "4K", "3B".
 _LETTERED = re.compile(rf"(?<![\w.])({_NUMBER})([A-Z])(?!\w|\.\d)")
+# A name and its version written as one ("Qwen2.5", "GPT4"), or joined by a hyphen
+# ("Coder-1.5B", "COVID-19"): apart, the number is read as one ("Qwen2.5-Coder" was heard
+# "QN2. 5K"). A name's capital, so that a word of the user's ("word0") is left as it is.
+_GLUED = re.compile(rf"\b([A-Z][A-Za-z]{{2,}})({_NUMBER})\b")
+_NAME_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=\d)|(?<=\d)-(?=[A-Za-z])")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _FRACTION = re.compile(r"(?<![\w/])(?:[123]/[234]|[½¼¾])(?![\w/])")
 
@@ -267,6 +276,8 @@ def _decimal(match: re.Match[str]) -> str:
 # In this order: a pattern that reads a number with what surrounds it comes before the
 # bare numbers (each rewrite leaves words, which the later ones do not match).
 _ENGLISH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (_GLUED, lambda m: f"{m[1]} {m[2]}"),
+    (_NAME_HYPHEN, lambda m: " "),
     (_FRACTION, lambda m: _FRACTIONS[m[0]]),
     (_TIME, _time),
     (_MONEY, _money),
@@ -277,6 +288,7 @@ _ENGLISH: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (_ORDINAL, lambda m: ordinal_words(int(m[1]))),
     (_RANGE, _range),
     (_YEAR, lambda m: year_words(int(m[1]))),
+    (_SIZE, lambda m: f"{decimal_words(m[1])} {'billion' if m[2] == 'B' else 'million'}"),
     (_LETTERED, lambda m: f"{decimal_words(m[1])} {m[2]}"),
     (_DECIMAL, _decimal),
     (_CANT, lambda m: f"{m[1]}annot"),
