@@ -190,10 +190,15 @@ class ClauseChunker:
                     if at_soft_max is not None and not before_number and number > at_soft_max:
                         before_number = number  # begun in the words read past the limit
                 if words >= max_words:
-                    if not (first and self._phrases):
+                    if not self._phrases:
                         return index
-                    if strong or weak:
-                        return strong or weak
+                    # Where the last phrase ended, not inside one ("composed primarily
+                    # of" / "rock and metal."); a later piece, if that leaves it at
+                    # least half of what it says.
+                    said = self._said(index)
+                    near = (strong or weak) if first else self._near(strong, weak, said)
+                    if near:
+                        return near
                     if not self._in_number(index):  # else on to the number's end
                         return index
                 if at_soft_max is None and not first and self._said(index) >= soft_chars:

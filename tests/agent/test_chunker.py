@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from app.agent.chunker import ClauseChunker, speakable
-from app.agent.spoken_form import SpokenForm
+from app.agent.spoken_form import SpokenForm, said_length
 
 
 def feed(chunker: ClauseChunker, text: str, step: int = 3) -> list[str]:
@@ -252,6 +252,34 @@ def test_a_number_said_far_past_the_limit_begins_the_next_piece() -> None:
     chunker.limit_chars = 40
     text = "Sure. It has a diameter of about 127,000 kilometers and it is round."
     assert feed(chunker, text)[1] == "It has a diameter of about 127,000 kilometers"
+
+
+def test_a_later_piece_at_its_most_words_ends_where_a_phrase_does() -> None:
+    """At max_words a later piece ends before the last conjunction or phrase opener in
+    its second half, not after a word that needs the next one (bench.latency: "...and is
+    composed primarily of" / "rock and metal.")."""
+    text = (
+        "The moon is a natural satellite of Earth. It has a diameter of about three "
+        "thousand four hundred and seventy-four kilometers and is composed primarily of "
+        "rock and metal."
+    )
+    chunker = ClauseChunker(phrases=True, measure=lambda piece: said_length(piece, "en"))
+    chunker.limit_chars = 183  # the audio ahead leaves room: the word limit decides
+    assert feed(chunker, text)[1:] == [
+        "It has a diameter of about three thousand four hundred and seventy-four kilometers",
+        "and is composed primarily of rock and metal.",
+    ]
+    # With no phrase boundary, at the word limit, as before.
+    chunker = ClauseChunker(phrases=True, max_words=6)
+    chunker.limit_chars = 183
+    text = "Sure. Ancient Romans built long roads everywhere across Europe."
+    assert feed(chunker, text)[1] == "Ancient Romans built long roads everywhere"
+    # Without phrases (another language), the word limit alone decides.
+    chunker = ClauseChunker(max_words=6)
+    chunker.limit_chars = 183
+    assert feed(chunker, "Sure. Ancient Romans and Greeks built long roads.")[1] == (
+        "Ancient Romans and Greeks built long"
+    )
 
 
 def test_a_later_piece_is_not_cut_inside_a_number() -> None:
