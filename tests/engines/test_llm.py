@@ -158,8 +158,10 @@ async def test_the_embedded_model_reads_the_next_prompt_ahead_while_idle() -> No
     finally:
         await llm.aclose()
     assert read.prompt == unread.prompt
-    new = len(llm._llama.tokenize(b"<|im_start|>user\nAnd of Italy?<|im_end|>\n", special=True))
-    assert read.prompt - read.cached <= new + 3, (read, new)  # and "assistant\n"
+    # The user's turn opened ("<|im_start|>user\n") is read ahead too: only their words,
+    # and the reply's opening ("<|im_start|>assistant\n"), are left.
+    new = len(llm._llama.tokenize(b"And of Italy?<|im_end|>\n", special=True))
+    assert read.prompt - read.cached <= new + 3, (read, new)
     assert unread.prompt - unread.cached > new + 10, unread
 
 
