@@ -38,7 +38,8 @@ from bench.answers import QUESTIONS as ANSWERS
 from bench.noise import QUESTIONS
 from bench.voices import spelled
 from tests.support.rooms import babble, espeak, mixed, pcm16, pink_noise, trimmed
-from tests.support.speech import word_error_rate
+from tests.support.speech import RATE as MIC_RATE
+from tests.support.speech import as_whisper_hears, kokoro_caller, word_error_rate
 
 MORE = [
     ("en-us", "Please turn on the lights in the kitchen."),
@@ -49,7 +50,6 @@ MORE = [
 ]
 SNR_DB = 10
 LEAD = 8_000  # 0.5 s of the noise before the question, as a caller's line has
-RATE = 16_000
 
 # What was said, and each condition's utterances (float32, 16 kHz), one per text.
 Clips = tuple[list[str], dict[str, list[np.ndarray]]]
@@ -75,27 +75,19 @@ def answers_texts() -> list[str]:
     return list(dict.fromkeys(said))
 
 
-def at_16k(samples: np.ndarray, rate: int) -> np.ndarray:
-    at = np.arange(0, len(samples), rate / RATE)
-    return np.interp(at, np.arange(len(samples)), samples.astype(np.float32) / 32768)
-
-
 def piper_clips() -> Clips:
     from bench.answers_spoken import RATE as PIPER_RATE
     from bench.answers_spoken import piper_voice, spoken
 
     voice = piper_voice()
     texts = answers_texts()
-    return texts, {"clean": [at_16k(spoken(voice, text), PIPER_RATE) for text in texts]}
+    return texts, {"clean": [as_whisper_hears(spoken(voice, text), PIPER_RATE) for text in texts]}
 
 
 def kokoro_clips() -> Clips:
-    from tests.support.speech import RATE as MIC_RATE
-    from tests.support.speech import kokoro_caller
-
     texts = answers_texts()
     said = asyncio.run(kokoro_caller(texts))
-    return texts, {"clean": [at_16k(said[text], MIC_RATE) for text in texts]}
+    return texts, {"clean": [as_whisper_hears(said[text], MIC_RATE) for text in texts]}
 
 
 CALLERS: dict[str, Callable[[], Clips]] = {
