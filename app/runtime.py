@@ -101,6 +101,7 @@ class Runtime:
                     first_chunk_words=self.settings.tts.first_chunk_words,
                     max_spoken_words=self.settings.llm.max_spoken_words,
                     work_out=self.settings.llm.work_out,
+                    read_while_listening=self.settings.llm.read_while_listening,
                 )
             self.turn_model = await self._load_turn_model()
             self.voice_model = await self._load_voice_model()

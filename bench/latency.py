@@ -2,6 +2,7 @@
 
     python -m bench.latency --sessions 1
     python -m bench.latency --sessions 4 --turns 3 --silence-ms 400
+    python -m bench.latency --longer   # 3-4 s questions
     python -m bench.latency --url http://host:8000   # an already running server
     python -m bench.latency --llm-url http://127.0.0.1:8001/v1   # vLLM (make vllm) as the LLM
 
@@ -23,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import psutil
 
 from app.agent.timings import STAGES
@@ -37,6 +39,13 @@ PROMPTS = [
     "Tell me something about the moon.",
     "How are you today?",
     "What colour is the sky?",
+]
+# Questions as long as people often ask them (3-4 s), for what grows with the words.
+LONGER = [
+    "Can you tell me how many minutes I should boil an egg for a soft yolk?",
+    "What is the difference between a crocodile and an alligator?",
+    "If I drive sixty miles an hour for three hours, how far do I get?",
+    "Which planet in our solar system has the most moons around it?",
 ]
 
 
@@ -153,10 +162,10 @@ Caller = Callable[
 ]
 
 
-def prompt_wavs(folder: Path) -> list[Path]:
-    """PROMPTS spoken by espeak-ng into WAVs in `folder`: what the clients say."""
+def prompt_wavs(folder: Path, prompts: list[str] | None = None) -> list[Path]:
+    """`prompts` (PROMPTS) spoken by espeak-ng into WAVs in `folder`: what clients say."""
     wavs = []
-    for i, text in enumerate(PROMPTS):
+    for i, text in enumerate(prompts or PROMPTS):
         speak_to_wav(text, folder / f"prompt{i}.wav")
         wavs.append(folder / f"prompt{i}.wav")
     return wavs
@@ -209,10 +218,11 @@ async def run_concurrent(
 async def measure(url: str, pid: int | None, sessions: int, turns: int, wavs: list[Path]) -> None:
     print(machine())
     idle_rss = rss_mb(pid) if pid else None
-    before = await speculation(url)
+    before, tokens = await speculation(url), await llm_tokens(url)
     one = await run_concurrent(url, pid, 1, turns, wavs)
     report("1 session", one.results, one.cpu_pct, each=True)
     before = report_speculation(before, await speculation(url))
+    report_tokens(tokens, await llm_tokens(url), len(one.results.turns))
     if sessions > 1:
         many = await run_concurrent(url, pid, sessions, turns, wavs)
         report(f"{sessions} sessions", many.results, many.cpu_pct)
@@ -230,6 +240,22 @@ async def speculation(url: str) -> dict[str, int]:
     """The server's speculation counters, over every session so far."""
     counters: dict[str, int] = (await server_stats(url))["speculation"]
     return counters
+
+
+async def llm_tokens(url: str) -> dict[str, int]:
+    """The LLM's prompt tokens over every session so far, and those it had read already."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        total: dict[str, int] = (await http.get(f"{url}/v1/usage")).json()["total"]
+    return total
+
+
+def report_tokens(before: dict[str, int], after: dict[str, int], turns: int) -> None:
+    """What the LLM read at each turn before its first token: the rest of the prompt had
+    been read ahead (the last reply while it played, the user's words while they spoke)."""
+    prompt = after["llm_tokens_in"] - before["llm_tokens_in"]
+    read = prompt - (after["llm_tokens_in_cached"] - before["llm_tokens_in_cached"])
+    if turns and prompt:
+        print(f"LLM prompt tokens read at a turn: {read / turns:.1f} (of {prompt / turns:.0f})")
 
 
 def report_speculation(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -306,11 +332,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the agent's LLM: an OpenAI-compatible server such as vLLM "
         "(http://127.0.0.1:8001/v1 under `make vllm`); default: embedded llama.cpp",
     )
+    parser.add_argument(
+        "--longer", action="store_true", help="ask 3-4 s questions instead of 1-2 s ones"
+    )
     parser.add_argument("server_args", nargs="*", help="extra flags for the server, after --")
     args = parser.parse_args(argv)
 
     folder = Path(tempfile.mkdtemp(prefix="bench-"))
-    wavs = prompt_wavs(folder)
+    wavs = prompt_wavs(folder, LONGER if args.longer else None)
 
     server = None
     if args.url:

@@ -41,7 +41,10 @@ class EchoResponder:
     async def say(self, text: str, voice: str, speed: float, language: str = "") -> Speech | None:
         return None
 
-    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
+    def reads_while_listening(self) -> bool:
+        return False
+
+    async def read_ahead(self, prompt: list[ChatMessage], *, unfinished: bool = False) -> None:
         return None
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:

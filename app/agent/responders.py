@@ -25,6 +25,7 @@ from app.agent.reply_rules import reply_rules
 from app.agent.spoken_form import SpokenForm, said_length
 from app.agent.timings import TurnTimings
 from app.engines import Engines
+from app.engines.gate import Gate
 from app.engines.tts import StreamingTextToSpeech
 from app.errors import EngineError
 from app.streams import Channel
@@ -100,8 +101,14 @@ class Responder(Protocol):
         """`text` spoken, as is; None from a responder with no voice of its own."""
         ...
 
-    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
-        """The start of the next reply's prompt, for the LLM to read while it is idle."""
+    def reads_while_listening(self) -> bool:
+        """Whether the LLM would read the user's words so far now: it runs in this process,
+        and no engine is working (what it reads would wait, or make other work wait)."""
+        ...
+
+    async def read_ahead(self, prompt: list[ChatMessage], *, unfinished: bool = False) -> None:
+        """The start of the next reply's prompt, for the LLM to read while it is idle;
+        `unfinished`: its last message is the user's words so far."""
         ...
 
 
@@ -113,13 +120,16 @@ class AgentResponder:
         first_chunk_words: int = 4,
         max_spoken_words: int = 0,
         work_out: bool = True,
+        read_while_listening: bool = True,
     ) -> None:
+        """`read_while_listening`: llm.read_while_listening."""
         self._stt = engines.stt
         self._llm = engines.llm
         self._tts = engines.tts
         self._first_chunk_words = first_chunk_words
         self._max_spoken_words = max_spoken_words
         self._work_out = work_out
+        self._read_while_listening = read_while_listening
         self._pace = Pace()
         self.voices = tuple(engines.tts.voices)
         self.languages = engines.stt.languages
@@ -140,8 +150,12 @@ class AgentResponder:
             text, voice=voice, speed=speed, urgent=True, language=language
         )
 
-    async def read_ahead(self, prompt: list[ChatMessage]) -> None:
-        await self._llm.read_ahead(as_told(prompt, model=self._llm.model_name, tools=False))
+    def reads_while_listening(self) -> bool:
+        return self._read_while_listening and self._llm.reads_ahead and Gate.all_idle()
+
+    async def read_ahead(self, prompt: list[ChatMessage], *, unfinished: bool = False) -> None:
+        told = as_told(prompt, model=self._llm.model_name, tools=False)
+        await self._llm.read_ahead(told, unfinished=unfinished)
 
     async def write(self, request: SpeechRequest) -> AsyncGenerator[Delta, None]:
         async with contextlib.aclosing(self._stream(request)) as deltas:

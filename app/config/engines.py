@@ -91,6 +91,12 @@ class LlmSettings(BaseModel):
         "instructions say how many sentences ('one or two short sentences'), a reply ends "
         "after that many unless the user asks for more (a story, steps, details).",
     )
+    read_while_listening: bool = Field(
+        True,
+        description="While the user speaks and no engine works, Whisper hears their "
+        "words so far now and then (~0.1 s of CPU each) and the embedded LLM reads them, "
+        "so their turn reads only the words after. No effect with llm.base_url.",
+    )
     # Above what max_spoken_words lets a reply reach, so replies end on a sentence there.
     max_tokens: int = Field(
         128, ge=1, le=4096, description="The most tokens one reply may have (its own, if set)."

@@ -66,6 +66,11 @@ class Gate:
         return not self._waiters and not any(g.busy for g in list(Gate.live) if g is not self)
 
     @classmethod
+    def all_idle(cls) -> bool:
+        """Whether no engine's gate has a call running or waiting."""
+        return not any(gate.busy for gate in list(cls.live))
+
+    @classmethod
     def anyone_waiting(cls) -> bool:
         """Whether a call waits at any engine's gate: work added now delays it."""
         return any(gate.waiting for gate in list(cls.live))

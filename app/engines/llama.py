@@ -71,6 +71,8 @@ def avoid_amx() -> bool:
 class LlamaCppLLM:
     """llama.cpp in-process, behind a gate of one: a Llama context is not re-entrant."""
 
+    reads_ahead = True
+
     def __init__(self, settings: LlmSettings, turns: CpuTurns | None = None) -> None:
         """`turns`: shared with a synthesis on the same cores (each token is a turn)."""
         from llama_cpp import Llama
@@ -112,14 +114,15 @@ class LlamaCppLLM:
         for _ in self._deltas(hello, 2, None, None, None):
             pass
 
-    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+    async def read_ahead(self, messages: list[ChatMessage], *, unfinished: bool = False) -> None:
         """Reads `messages` into the context, as the next prompt will start, where the
         context holds something else: the reply as it was generated rather than as it was
-        heard, or a conversation whose oldest messages were just dropped. It stops, keeping
-        what it read, as soon as any other engine work runs or waits."""
+        heard, or a conversation whose oldest messages were just dropped. `unfinished`:
+        the last message is the user's words so far, read up to their end. It stops,
+        keeping what it read, as soon as any other engine work runs or waits."""
         if self._gate.busy or not self._gate.alone():
             return  # never queued: by the time its turn came, it would be read for nothing
-        prompt = self._next_turn_start(_as_plain_chat(messages))
+        prompt = self._prompt_start(_as_plain_chat(messages), unfinished)
         stop = threading.Event()  # the caller gone (its session closed): the thread stops too
         read = await self._gate.run(
             self._read, prompt, stop, priority=AHEAD_PRIORITY, on_cancel=stop.set
@@ -127,13 +130,21 @@ class LlamaCppLLM:
         if read:
             log.debug("llm: read %d prompt tokens ahead", read)
 
-    def _next_turn_start(self, messages: list[ChatMessage]) -> str:
-        """The prompt after `messages` up to where the user's next words go: their turn's
-        opening ("<|im_start|>user\n", 3 of the ~15 tokens a turn reads) is read ahead too."""
-        turn = [*messages, {"role": "user", "content": _WORDS_GO_HERE}]
+    def _prompt_start(self, messages: list[ChatMessage], unfinished: bool) -> str:
+        """The prompt of `messages` up to where the user's next words go: after the last
+        message's words where it is `unfinished`, else in a turn of their own, whose
+        opening ("<|im_start|>user\n", 3 of the ~15 tokens a turn reads) is read too."""
+        if unfinished:
+            *before, last = messages
+            so_far = f"{last['content'] or ''}{_WORDS_GO_HERE}"
+            turn = [*before, cast(ChatMessage, {**last, "content": so_far})]
+        else:
+            turn = [*messages, {"role": "user", "content": _WORDS_GO_HERE}]
         opened: str = self._start_formatter(messages=turn).prompt
         at = opened.rfind(_WORDS_GO_HERE)
-        return opened[:at] if at >= 0 else self._start_formatter(messages=messages).prompt
+        if at >= 0:
+            return opened[:at]
+        return "" if unfinished else self._start_formatter(messages=messages).prompt
 
     def _read(self, prompt: str, stop: threading.Event) -> int:
         """Runs in the gate's thread; the tokens it read."""

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 class ChatLLM(Protocol):
     model_name: str
+    reads_ahead: bool  # read_ahead does something: the LLM runs in this process
 
     def stream(
         self,
@@ -46,9 +47,10 @@ class ChatLLM(Protocol):
         request used."""
         ...
 
-    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+    async def read_ahead(self, messages: list[ChatMessage], *, unfinished: bool = False) -> None:
         """Read the start of a prompt to come while the engine is idle, so that its turn
-        reads only what is new (a no-op where the LLM server caches prefixes itself)."""
+        reads only what is new (a no-op where the LLM server caches prefixes itself).
+        `unfinished`: the last message is the user's words so far; more will follow."""
         ...
 
     async def aclose(self) -> None: ...
@@ -56,6 +58,8 @@ class ChatLLM(Protocol):
 
 class OpenAICompatLLM:
     """POST /chat/completions with stream=true; one pooled client for every slot."""
+
+    reads_ahead = False
 
     def __init__(self, settings: LlmSettings) -> None:
         self._settings = settings
@@ -184,7 +188,7 @@ class OpenAICompatLLM:
                 code="llm_unavailable",
             ) from exc
 
-    async def read_ahead(self, messages: list[ChatMessage]) -> None:
+    async def read_ahead(self, messages: list[ChatMessage], *, unfinished: bool = False) -> None:
         """vLLM caches prompt prefixes itself, and reading ahead would cost a request."""
 
     async def aclose(self) -> None:

@@ -28,6 +28,7 @@ from app.session.listening.keypad import KEYS, Keypad, entry_text
 from app.session.listening.manual import ManualInput
 from app.session.listening.speculation import Speculation
 from app.session.listening.turn_taking import TurnCallbacks, TurnTaking
+from app.session.listening.words_so_far import WordsSoFar
 from app.session.options import (
     OptionChanges,
     SessionOptions,
@@ -166,6 +167,9 @@ class Session:
             ),
             interruptions or InterruptionStats(),
         )
+        self._so_far = WordsSoFar(
+            session_id, self._transcribe_brief, self._read_so_far, self._may_read_so_far
+        )
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
         self.last_active_at = time.monotonic()
@@ -251,6 +255,9 @@ class Session:
             self._manual.push(heard)
             return
         self._turns.push(heard, judged, interruptible=self._jobs.spoken_over is not None)
+        if self._turns.speaking and not self.busy:
+            turns = self._turns
+            self._so_far.heard(self._item_id, turns.spoken_ms, turns.voiced, turns.so_far)
 
     def press(self, key: str) -> None:
         """A keypad press (DTMF) from a phone; ValueError for what is not a key."""
@@ -430,6 +437,15 @@ class Session:
             reply = None  # the end of the utterance drops it, or keeps it for later
         self._interruptions.quiet(reply, self._vad)
 
+    def _may_read_so_far(self) -> bool:
+        options = self.options
+        reply = options.create_response and not (options.tools or options.servers)
+        return reply and self._responder.reads_while_listening()
+
+    def _read_so_far(self, words: str) -> None:
+        if self._turns.speaking and not self.busy:  # the turn goes on, unanswered yet
+            self._answerer.read_so_far(self.options, words)
+
     def _speculate(self, audio: bytes) -> None:
         """Start the reply during the silence window, if the agent has nothing else to do.
 
@@ -482,6 +498,7 @@ class Session:
         self._keypad.close()
         await self._turns.close()
         await self._interruptions.close()
+        await self._so_far.close()
         tasks = self._jobs.tasks()
         for task in tasks:
             task.cancel()

@@ -155,9 +155,17 @@ async def test_the_embedded_model_reads_the_next_prompt_ahead_while_idle() -> No
                 break
             await asyncio.sleep(0.05)
         assert llm._llama.n_tokens < 700, llm._llama.n_tokens
+        # The user's words so far, read while they speak: the turn reads only the rest.
+        await llm.read_ahead([*heard, {"role": "user", "content": "And of"}], unfinished=True)
+        last = llm._llama.input_ids[llm._llama.n_tokens - 1 : llm._llama.n_tokens]
+        assert llm._llama.detokenize(last) == b" of", "read to the words' end, no further"
+        rest = TokenCount()
+        [_ async for _ in llm.stream(then, max_tokens=1, tokens=rest)]
     finally:
         await llm.aclose()
-    assert read.prompt == unread.prompt
+    assert read.prompt == unread.prompt == rest.prompt
+    after = len(llm._llama.tokenize(b" Italy?<|im_end|>\n", special=True))
+    assert rest.prompt - rest.cached <= after + 3, (rest, after)
     # The user's turn opened ("<|im_start|>user\n") is read ahead too: only their words,
     # and the reply's opening ("<|im_start|>assistant\n"), are left.
     new = len(llm._llama.tokenize(b"And of Italy?<|im_end|>\n", special=True))

@@ -99,6 +99,8 @@ class FakeLLM:
     def __init__(self) -> None:
         self.prompts: list[list[ChatMessage]] = []
         self.read_ahead_prompts: list[list[ChatMessage]] = []  # what read_ahead was given
+        self.so_far_prompts: list[list[ChatMessage]] = []  # and given as `unfinished`
+        self.reads_ahead = False  # the session may have it read the user's words so far
         self.max_tokens: list[int | None] = []
         self.tools: list[tuple[list[Tool] | None, ToolChoice | None]] = []
         self.arguments = ['{"city": ', '"Paris"}']  # what its tool calls carry
@@ -153,8 +155,8 @@ class FakeLLM:
             if not finished:
                 self.closed_early += 1
 
-    async def read_ahead(self, messages: list[ChatMessage]) -> None:
-        self.read_ahead_prompts.append(messages)
+    async def read_ahead(self, messages: list[ChatMessage], *, unfinished: bool = False) -> None:
+        (self.so_far_prompts if unfinished else self.read_ahead_prompts).append(messages)
 
     async def aclose(self) -> None: ...
 

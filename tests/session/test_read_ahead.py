@@ -1,12 +1,14 @@
-"""While a reply plays, the LLM reads the next turn's prompt up to the user's words."""
+"""While a reply plays, the LLM reads the next turn's prompt up to the user's words, and
+while the user speaks, their words so far."""
 
 from __future__ import annotations
 
 import asyncio
 
 from app.session import messages as msg
+from app.session.listening.words_so_far import FIRST_MS
 from app.session.options import OptionChanges
-from tests.session.fakes import FakeLLM, make_session, noise, silence, wait_for
+from tests.session.fakes import FakeLLM, FakeSTT, make_session, noise, silence, wait_for
 from tests.session.test_tools import WEATHER
 
 
@@ -80,3 +82,49 @@ async def test_a_closed_session_reads_nothing_ahead() -> None:
     await wait_for(sent, msg.ReplyAudioStarted)
     await session.close()
     assert llm.read_ahead_prompts == [], "a reply cut by the close reads nothing ahead"
+
+
+QUESTION = ["What", "is", "the", "capital", "of", "France?"]
+
+
+async def test_the_user_s_words_so_far_are_read_while_they_speak() -> None:
+    # Whisper's brief look hears a word per 300 ms spoken, the last maybe cut in two: the
+    # LLM reads the words before it, each look's prompt the start of the turn's.
+    session, sent, _, engines = make_session()
+    llm, stt = engines.llm, engines.stt
+    assert isinstance(llm, FakeLLM) and isinstance(stt, FakeSTT)
+    llm.reads_ahead = True
+    stt.brief_for = lambda ms: " ".join(QUESTION[: ms // 300])
+    stt.script = [" ".join(QUESTION)]
+    session.items.add("user", "Hello.")
+    session.items.add("assistant", "Hi, how can I help?")
+    for _ in range(100):  # two seconds of speech, 20 ms a frame as a call sends it
+        session.push_audio(noise(20))
+        await asyncio.sleep(0.002)
+    for _ in range(40):
+        session.push_audio(silence(20))
+    await wait_for(sent, msg.ReplyEnded)
+    asked = llm.prompts[-1]
+    assert asked[-1] == {"role": "user", "content": " ".join(QUESTION)}
+    assert len(llm.so_far_prompts) >= 2, llm.so_far_prompts
+    for so_far in llm.so_far_prompts:
+        *before, words = so_far
+        assert before == asked[:-1] and words["role"] == "user"
+        assert asked[-1]["content"].startswith(words["content"] + " "), words
+    # Not before FIRST_MS of speech; each look leaves its last word, maybe cut, unread.
+    assert stt.briefly_heard[0] >= 32 * FIRST_MS
+    firsts = [len(p[-1]["content"].split()) for p in llm.so_far_prompts]
+    assert firsts[0] == stt.briefly_heard[0] // 32 // 300 - 1 and firsts == sorted(firsts)
+
+
+async def test_nothing_is_heard_early_for_an_llm_that_does_not_read_ahead() -> None:
+    # vLLM caches prefixes itself: a brief look would be CPU spent for nothing.
+    session, sent, _, engines = make_session()
+    llm, stt = engines.llm, engines.stt
+    assert isinstance(llm, FakeLLM) and isinstance(stt, FakeSTT)
+    for _ in range(100):
+        session.push_audio(noise(20))
+        await asyncio.sleep(0.002)
+    session.push_audio(silence(800))
+    await wait_for(sent, msg.ReplyEnded)
+    assert stt.briefly_heard == [] and llm.so_far_prompts == []

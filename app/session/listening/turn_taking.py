@@ -86,6 +86,11 @@ class TurnTaking:
         return self._detector.speaking
 
     @property
+    def voiced(self) -> bool:
+        """Inside an utterance, and the user's voice heard at its last frame."""
+        return self._detector.speaking and self._detector.quiet_ms == 0
+
+    @property
     def spoken_ms(self) -> int:
         """How long the user has spoken in the utterance so far (0 outside one)."""
         return self._detector.spoken_ms

@@ -196,21 +196,39 @@ class Answerer:
         Qwen2.5-Coder-0.5B given them as one message answered the first (Paris). Words
         that stopped short ("What is the capital of") are finished by the next, in one
         message (app/session/history.py: continued)."""
-        coming = 0
         if turn is not None and self._history.find(turn.item_id) is not None:
             then = []
-        elif turn is not None:  # speculative: the window as it will be once the turn is in
-            coming = len(then)
+        # Speculative: the window as it will be once the turn is in.
+        coming = turn is not None
+        return [*self._conversation(options, then, instructions, coming), *self._language_note()]
+
+    def _conversation(
+        self,
+        options: SessionOptions,
+        then: list[ChatMessage],
+        instructions: str | None,
+        coming: bool,
+    ) -> list[ChatMessage]:
+        """The history's prompt, then `then`; `coming`: `then` is not in the history yet."""
         start = self._history.prompt(
             instructions or options.instructions,
             limit=self._prompt_limit,
             truncation=options.truncation,
-            coming=coming,
+            coming=len(then) if coming else 0,
         )
         if coming and then and self._history.stopped_short():
             start[-1]["content"] = finished(start[-1]["content"], then[0]["content"])
             then = then[1:]
-        return [*start, *then, *self._language_note()]
+        return [*start, *then]
+
+    def read_so_far(self, options: SessionOptions, words: str) -> None:
+        """The user's words so far, their turn going on: the LLM may read them now, and
+        at the turn only the words after them."""
+        try:
+            prompt = self._conversation(options, [{"role": "user", "content": words}], None, True)
+        except ConversationTooLong:
+            return
+        self._ahead.so_far(options, prompt)
 
     def _heard_in(self, language: str) -> None:
         if language:

@@ -1,4 +1,5 @@
-"""While a reply plays, the LLM reads the next turn's prompt up to the user's words.
+"""While a reply plays, the LLM reads the next turn's prompt up to the user's words, and
+while the user speaks, their words so far.
 
 The prompt as it will be: the reply as history keeps it (not as the LLM wrote it, which
 the spoken form changes), and the conversation's window as it will be once the user's
@@ -33,8 +34,7 @@ class ReadAhead:
 
     def after(self, options: SessionOptions, said: str) -> None:
         """The reply that says `said` is made and about to play: read what follows it."""
-        busy = self._task is not None and not self._task.done()
-        if options.tools or options.servers or busy or self._closed:
+        if not self._free(options):
             return
         try:
             start = self._history.prompt(
@@ -45,9 +45,21 @@ class ReadAhead:
             )
         except ConversationTooLong:
             return
-        ahead: list[ChatMessage] = [*start, {"role": "assistant", "content": said}]
+        self._read([*start, {"role": "assistant", "content": said}])
+
+    def so_far(self, options: SessionOptions, prompt: list[ChatMessage]) -> None:
+        """`prompt` ends with the user's words so far, their turn still going on."""
+        if self._free(options):
+            self._read(prompt, unfinished=True)
+
+    def _free(self, options: SessionOptions) -> bool:
+        busy = self._task is not None and not self._task.done()
+        return not (options.tools or options.servers or busy or self._closed)
+
+    def _read(self, prompt: list[ChatMessage], *, unfinished: bool = False) -> None:
         self._task = asyncio.create_task(
-            self._responder.read_ahead(ahead), name=f"{self._session_id}:read-ahead"
+            self._responder.read_ahead(prompt, unfinished=unfinished),
+            name=f"{self._session_id}:read-ahead",
         )
         self._task.add_done_callback(_ended)
 
