@@ -9,7 +9,7 @@ import numpy as np
 from app.agent.responders import Piece, SpeechRequest
 from app.errors import EngineError
 from app.vocab.chat import ChatMessage, Delta, ToolCallDelta
-from app.vocab.speech import Speech, Transcript
+from app.vocab.speech import BriefLook, Speech, Transcript
 
 ECHO_PIECE_SAMPLES = 16_000
 
@@ -26,7 +26,7 @@ class EchoResponder:
         pcm16k: bytes,
         *,
         logprobs: bool = False,
-        brief: bool = False,
+        brief: BriefLook | None = None,
         language: str | None = None,
     ) -> Transcript | None:
         return None

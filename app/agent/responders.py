@@ -33,7 +33,7 @@ from app.tasks import cancel_task
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
 from app.vocab.languages import ENGLISH
 from app.vocab.persona import filled
-from app.vocab.speech import Speech, Transcript
+from app.vocab.speech import BriefLook, Speech, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +80,12 @@ class Responder(Protocol):
         pcm16k: bytes,
         *,
         logprobs: bool = False,
-        brief: bool = False,
+        brief: BriefLook | None = None,
         language: str | None = None,
     ) -> Transcript | None:
         """The user's words; None from a responder that does not listen for words.
-        `brief`: a short utterance to judge at once (a backchannel?), sooner and less
-        surely heard than a turn. `language`: a Whisper code, or "auto" (None: the
+        `brief`: speech to judge at once (a backchannel? the words so far?), sooner and
+        less surely heard than a turn. `language`: a Whisper code, or "auto" (None: the
         server's)."""
         ...
 
@@ -140,7 +140,7 @@ class AgentResponder:
         pcm16k: bytes,
         *,
         logprobs: bool = False,
-        brief: bool = False,
+        brief: BriefLook | None = None,
         language: str | None = None,
     ) -> Transcript | None:
         return await self._stt.transcribe(pcm16k, logprobs=logprobs, brief=brief, language=language)

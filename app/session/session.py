@@ -55,7 +55,7 @@ from app.session.usage import Usage
 from app.tasks import CloseOnce
 from app.tools.servers import ToolServers
 from app.vocab.languages import AUTO
-from app.vocab.speech import Transcript, TurnModel, VoiceModel
+from app.vocab.speech import BriefLook, Transcript, TurnModel, VoiceModel
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,10 @@ class Session:
             interruptions or InterruptionStats(),
         )
         self._so_far = WordsSoFar(
-            session_id, self._transcribe_brief, self._read_so_far, self._may_read_so_far
+            session_id,
+            lambda audio: self._transcribe_brief(audio, "words"),
+            self._read_so_far,
+            self._may_read_so_far,
         )
         self._closer = CloseOnce(self._close, f"{session_id}:close")
         self.stuck: list[str] = []  # tasks that outlived close(): the slot is quarantined
@@ -382,12 +385,14 @@ class Session:
             audio, logprobs=self.options.logprobs, language=self.options.language
         )
 
-    async def _transcribe_brief(self, audio: bytes) -> Transcript | None:
+    async def _transcribe_brief(
+        self, audio: bytes, look: BriefLook = "backchannel"
+    ) -> Transcript | None:
         # Detecting the language of a second of speech is a guess: the last one heard.
         language = self.options.language
         if language == AUTO and self._answerer.language:
             language = self._answerer.language
-        return await self._responder.transcribe(audio, brief=True, language=language)
+        return await self._responder.transcribe(audio, brief=look, language=language)
 
     def _dropped(self, item_id: str, why: str = "as no turn") -> None:
         # A reply begun in its pause (after a backchannel, an echo) would be kept by the

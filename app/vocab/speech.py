@@ -4,9 +4,13 @@ for), synthesized speech, the turn model's question, and the voice detector's.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
+
+# A brief transcription, sooner and less surely heard than a turn's: whether an utterance
+# is a backchannel ("mm-hm"), or the words of one still going on.
+BriefLook = Literal["backchannel", "words"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,9 @@ async def test_the_language_is_detected_per_utterance(
 
 
 async def test_a_brief_look_hears_the_language_it_is_told(multilingual: WhisperSTT) -> None:
-    heard = await multilingual.transcribe(spoken_pcm("es", "Sí, vale."), brief=True, language="es")
+    heard = await multilingual.transcribe(
+        spoken_pcm("es", "Sí, vale."), brief="backchannel", language="es"
+    )
     assert heard.language == "es"
     assert "vale" in heard.text.lower(), heard.text
 

@@ -13,7 +13,7 @@ from app.engines.stt import WhisperSTT
 from app.session.listening.backchannels import no_turn
 from clients import load_wav
 from tests.support.rooms import espeak, pcm16, trimmed
-from tests.support.speech import QUESTION, word_error_rate
+from tests.support.speech import QUESTION, word_error_rate, words
 
 SENTENCES = ["How are you today?", "Please turn on the lights in the kitchen."]
 
@@ -89,8 +89,20 @@ async def test_a_brief_transcription_hears_a_short_utterance(
 ) -> None:
     """What a backchannel is judged by, at the user's first pause: a window sized for a
     second or so of speech, not Whisper's 30 s."""
-    heard = (await stt.transcribe(pcm16k(speech(text)), brief=True)).text
+    heard = (await stt.transcribe(pcm16k(speech(text)), brief="backchannel")).text
     assert word_error_rate(text, heard) == 0, heard
+
+
+async def test_a_look_at_the_words_so_far_hears_the_start_of_the_turn(
+    stt: WhisperSTT, speech: Callable[[str], Path]
+) -> None:
+    """While the user speaks, a brief look hears their words so far for the LLM to read
+    ahead: all but the last, which may be cut in two, begin the turn's transcript."""
+    whole = pcm16k(speech(QUESTION))
+    turn = (await stt.transcribe(whole)).text
+    so_far = (await stt.transcribe(whole[: len(whole) * 3 // 4 // 2 * 2], brief="words")).text
+    read = words(so_far)[:-1]
+    assert len(read) >= 3 and words(turn)[: len(read)] == read, (so_far, turn)
 
 
 @pytest.mark.parametrize("voice", ["en-gb", "en+m3"])
@@ -103,5 +115,5 @@ async def test_the_brief_look_tells_a_backchannel_from_words(
 ) -> None:
     """What it is for: primed with backchannels, Whisper spells a hum as one (unprimed,
     tiny.en heard en+m3's "Mm-hmm" as "And then them"), and still hears words."""
-    heard = (await stt.transcribe(pcm16(trimmed(espeak(text, voice))), brief=True)).text
+    heard = (await stt.transcribe(pcm16(trimmed(espeak(text, voice))), brief="backchannel")).text
     assert no_turn(heard) is backchannel, heard

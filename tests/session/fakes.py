@@ -25,7 +25,7 @@ from app.session.session import Session
 from app.tasks import cancel_task
 from app.tools.servers import ToolServers
 from app.vocab.chat import ChatMessage, Delta, TokenCount, Tool, ToolCallDelta, ToolChoice
-from app.vocab.speech import Speech, Transcript, TurnModel, WordScore
+from app.vocab.speech import BriefLook, Speech, Transcript, TurnModel, WordScore
 
 M = TypeVar("M")
 
@@ -65,7 +65,7 @@ class FakeSTT:
         pcm16k: bytes,
         *,
         logprobs: bool = False,
-        brief: bool = False,
+        brief: BriefLook | None = None,
         language: str | None = None,
     ) -> Transcript:
         (self.briefly_heard if brief else self.heard).append(len(pcm16k))

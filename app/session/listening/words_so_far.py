@@ -71,7 +71,8 @@ class WordsSoFar:
         if len(words) < 2 or len(words) > MOST_WORDS_PER_S * spoken_ms / 1000:
             return
         log.debug("words so far: %s", " ".join(words), extra={"session_id": self._session_id})
-        self._read(" ".join(words[:-1]))
+        # "Please turn on the lights, Simba.": the turn goes on "lights in the kitchen".
+        self._read(" ".join(words[:-1]).rstrip(",.;:!?"))
 
     async def close(self) -> None:
         await cancel_task(self._task)
